@@ -1,0 +1,12 @@
+/** Two projects: unit tests need nothing; e2e tests need a running dockerd and root. */
+const base = {
+  preset: 'ts-jest',
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json', isolatedModules: true }] },
+};
+module.exports = {
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'], maxWorkers: 1 },
+  ],
+};

@@ -1,0 +1,66 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import Docker from 'dockerode';
+import type { Logger } from '../logging/logger';
+
+export type DockerApi = Docker;
+
+export interface DockerEndpointOptions {
+  /** `unix:///var/run/docker.sock`, `tcp://host:port`, or empty to use DOCKER_HOST. */
+  endpoint?: string;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Translates a docker-style endpoint (flag, else DOCKER_HOST, else the default socket) into dockerode options. */
+export function dockerOptions(opts: DockerEndpointOptions): Docker.DockerOptions {
+  const env = opts.env ?? process.env;
+  const endpoint = opts.endpoint || env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+  if (endpoint.startsWith('unix://')) return { socketPath: endpoint.slice('unix://'.length) };
+  if (endpoint.startsWith('/')) return { socketPath: endpoint };
+  const m = /^(tcp|http|https):\/\/([^:/]+|\[[^\]]+\])(?::(\d+))?\/?$/.exec(endpoint);
+  if (!m) throw new Error(`unsupported docker endpoint ${JSON.stringify(endpoint)}: expected unix:///path or tcp://host:port`);
+  const certDir = env.DOCKER_CERT_PATH;
+  const verify = env.DOCKER_TLS_VERIFY !== undefined && env.DOCKER_TLS_VERIFY !== '' && env.DOCKER_TLS_VERIFY !== '0';
+  const ca = opts.tlsCa ?? (verify && certDir ? path.join(certDir, 'ca.pem') : undefined);
+  const cert = opts.tlsCert ?? (verify && certDir ? path.join(certDir, 'cert.pem') : undefined);
+  const key = opts.tlsKey ?? (verify && certDir ? path.join(certDir, 'key.pem') : undefined);
+  const tls = m[1] === 'https' || Boolean(ca || cert || key);
+  const out: Docker.DockerOptions = {
+    host: m[2].replace(/^\[|\]$/g, ''),
+    port: m[3] ? Number(m[3]) : tls ? 2376 : 2375,
+    protocol: tls ? 'https' : 'http',
+  };
+  if (ca) out.ca = fs.readFileSync(ca);
+  if (cert) out.cert = fs.readFileSync(cert);
+  if (key) out.key = fs.readFileSync(key);
+  return out;
+}
+
+export interface DockerClient {
+  readonly api: DockerApi;
+  /** API version negotiated with the engine (e.g. `1.41`), or undefined when the engine was down at startup. */
+  readonly apiVersion: string | undefined;
+}
+
+/**
+ * Connects and pins the API version the engine reports, so requests use the
+ * engine's own version instead of a hard-coded one that a newer engine may drop.
+ */
+export async function connectDocker(opts: DockerEndpointOptions, logger: Logger): Promise<DockerClient> {
+  const base = dockerOptions(opts);
+  const probe = new Docker(base);
+  try {
+    const v = await probe.version();
+    const apiVersion = v.ApiVersion;
+    logger.info('connected to docker', { dockerVersion: v.Version, apiVersion });
+    return { api: new Docker({ ...base, version: `v${apiVersion}` }), apiVersion };
+  } catch (err) {
+    logger.warn('docker is not reachable at startup; requests will fail with UNAVAILABLE until it is', {
+      error: (err as Error).message,
+    });
+    return { api: probe, apiVersion: undefined };
+  }
+}

@@ -1,0 +1,41 @@
+import winston from 'winston';
+
+export type LogFormat = 'json' | 'text';
+export type Logger = winston.Logger;
+
+/** One process-wide root logger; modules take children carrying pod/container ids. */
+let root: Logger = createLogger('info', 'text');
+
+export function createLogger(level: string, format: LogFormat): Logger {
+  const fmt =
+    format === 'json'
+      ? winston.format.combine(winston.format.timestamp(), winston.format.json())
+      : winston.format.combine(
+          winston.format.timestamp(),
+          winston.format.printf(({ timestamp, level: lvl, message, ...meta }) => {
+            const rest = Object.entries(meta)
+              .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v)}`)
+              .join(' ');
+            return `${String(timestamp)} ${lvl} ${String(message)}${rest ? ' ' + rest : ''}`;
+          }),
+        );
+  return winston.createLogger({
+    level,
+    format: fmt,
+    // stderr, like other node agents, so stdout stays free for --version/--help output
+    transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug', 'verbose', 'silly'] })],
+  });
+}
+
+export function setRootLogger(logger: Logger): void {
+  root = logger;
+}
+
+export function log(): Logger {
+  return root;
+}
+
+/** Shortens an id for log lines the way docker does (12 hex chars). */
+export function shortId(id: string): string {
+  return id.length > 12 ? id.slice(0, 12) : id;
+}
