@@ -37,7 +37,8 @@ type ImplOf<K, M> =
       : UnaryImpl<ReqOut, Res>
     : never;
 
-export type ServiceImpl<D> = { [K in keyof D]?: ImplOf<K, D[K]> };
+// the `as` clause drops the generated interfaces' string index signature, keeping the named methods
+export type ServiceImpl<D> = { [K in keyof D as string extends K ? never : K]?: ImplOf<K, D[K]> };
 export type RuntimeImpl = ServiceImpl<RuntimeServiceDefinition>;
 export type ImageImpl = ServiceImpl<ImageServiceDefinition>;
 

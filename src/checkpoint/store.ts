@@ -1,0 +1,149 @@
+import { createHash } from 'crypto';
+import { promises as fsp, readFileSync } from 'fs';
+import * as path from 'path';
+import Ajv from 'ajv';
+import type { Logger } from '../logging/logger';
+
+export interface CheckpointPortMapping {
+  protocol: string;
+  container_port: number;
+  host_port: number;
+  host_ip?: string;
+}
+
+export interface SandboxCheckpointData {
+  port_mappings: CheckpointPortMapping[];
+  host_network: boolean;
+}
+
+export interface CrishimCheckpointFields {
+  sandbox_id: string;
+  uid: string;
+  attempt: number;
+  /** Nanoseconds since the epoch, as a decimal string (too large for a JS number). */
+  created_at: string;
+  runtime_handler?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface SandboxCheckpoint {
+  version: 'v1';
+  name: string;
+  namespace: string;
+  data: SandboxCheckpointData;
+  crishim?: CrishimCheckpointFields;
+  checksum: string | number;
+}
+
+export type CheckpointBody = Omit<SandboxCheckpoint, 'checksum' | 'version'>;
+
+export interface CheckpointStore {
+  readonly dir: string;
+  write(sandboxId: string, body: CheckpointBody): Promise<void>;
+  /** undefined when absent; a corrupt file is moved aside (logged) and reads as absent. */
+  read(sandboxId: string): Promise<SandboxCheckpoint | undefined>;
+  /** Idempotent. */
+  remove(sandboxId: string): Promise<void>;
+  /** Ids of every checkpoint on disk. */
+  list(): Promise<string[]>;
+}
+
+const SUFFIX = '.json';
+/** checkpoints/ sits two levels above this file in src/ and in dist/ alike. */
+export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'checkpoints', 'sandbox-checkpoint.v1.schema.json');
+const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
+
+export function checksumOf(cp: Omit<SandboxCheckpoint, 'checksum'>): string {
+  const canonical = JSON.stringify({ version: cp.version, name: cp.name, namespace: cp.namespace, data: cp.data, crishim: cp.crishim });
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** Writes via temp file + fsync + rename so a crash leaves the old file or the new one, never half of one. */
+export async function writeFileAtomic(file: string, content: string, mode = 0o600): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}-${Date.now()}`;
+  const fh = await fsp.open(tmp, 'w', mode);
+  try {
+    await fh.writeFile(content);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true });
+    throw err;
+  }
+  // make the rename itself durable
+  const dir = await fsp.open(path.dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+export async function createCheckpointStore(dir: string, logger: Logger): Promise<CheckpointStore> {
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const fileOf = (id: string): string => {
+    if (!/^[0-9a-f]{1,64}$/.test(id)) throw new Error(`invalid sandbox id ${JSON.stringify(id)} for a checkpoint`);
+    return path.join(dir, id + SUFFIX);
+  };
+
+  const setAside = async (file: string, why: string): Promise<void> => {
+    const aside = path.join(dir, 'corrupt');
+    await fsp.mkdir(aside, { recursive: true, mode: 0o700 });
+    const target = path.join(aside, `${path.basename(file)}.${Date.now()}`);
+    await fsp.rename(file, target).catch(() => undefined);
+    logger.error('checkpoint is unreadable; moved aside', { file, movedTo: target, reason: why });
+  };
+
+  return {
+    dir,
+    async write(sandboxId, body) {
+      const cp: Omit<SandboxCheckpoint, 'checksum'> = { version: 'v1', ...body };
+      const full: SandboxCheckpoint = { ...cp, checksum: checksumOf(cp) };
+      await writeFileAtomic(fileOf(sandboxId), JSON.stringify(full, null, 2) + '\n');
+    },
+    async read(sandboxId) {
+      const file = fileOf(sandboxId);
+      let text: string;
+      try {
+        text = await fsp.readFile(file, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw err;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (err) {
+        await setAside(file, `not JSON: ${(err as Error).message}`);
+        return undefined;
+      }
+      if (!validate(parsed)) {
+        await setAside(file, `schema: ${validate.errors?.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')}`);
+        return undefined;
+      }
+      const cp = parsed as unknown as SandboxCheckpoint;
+      // cri-dockerd's integer checksum uses its own hashing; we only verify ours
+      if (typeof cp.checksum === 'string' && cp.checksum !== checksumOf(cp)) {
+        await setAside(file, 'checksum mismatch');
+        return undefined;
+      }
+      if (cp.crishim && cp.crishim.sandbox_id !== sandboxId) {
+        await setAside(file, `belongs to sandbox ${cp.crishim.sandbox_id}`);
+        return undefined;
+      }
+      return cp;
+    },
+    async remove(sandboxId) {
+      await fsp.rm(fileOf(sandboxId), { force: true });
+    },
+    async list() {
+      const names = await fsp.readdir(dir).catch(() => [] as string[]);
+      return names.filter((n) => n.endsWith(SUFFIX) && /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
+    },
+  };
+}

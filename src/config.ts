@@ -1,0 +1,143 @@
+import * as path from 'path';
+import { Command, Option, InvalidArgumentError } from 'commander';
+import type { LogFormat } from './logging/logger';
+
+/** Everything the daemon is configured with; flags map 1:1 onto it (names follow cri-dockerd). */
+export interface Config {
+  containerRuntimeEndpoint: string;
+  dockerEndpoint: string;
+  dockerTlsCa?: string;
+  dockerTlsCert?: string;
+  dockerTlsKey?: string;
+  networkPlugin: 'cni' | 'none';
+  cniConfDir: string;
+  cniBinDirs: string[];
+  cniCacheDir: string;
+  podInfraContainerImage: string;
+  podCidr: string;
+  rootDirectory: string;
+  runtimeCgroups: string;
+  streamingBindAddr: string;
+  metricsBindAddress: string;
+  logLevel: string;
+  logFormat: LogFormat;
+  /** A pull that reports no progress for this long is cancelled. */
+  imagePullProgressDeadlineSeconds: number;
+}
+
+export const VERSION = '0.1.0';
+export const CRI_VERSION = 'v1';
+
+export const DEFAULTS: Config = {
+  containerRuntimeEndpoint: 'unix:///run/crishim/crishim.sock',
+  dockerEndpoint: '',
+  networkPlugin: 'cni',
+  cniConfDir: '/etc/cni/net.d',
+  cniBinDirs: ['/opt/cni/bin', '/usr/lib/cni'],
+  cniCacheDir: '',
+  podInfraContainerImage: 'registry.k8s.io/pause:3.10',
+  podCidr: '',
+  rootDirectory: '/var/lib/crishim',
+  runtimeCgroups: '',
+  streamingBindAddr: '127.0.0.1:0',
+  metricsBindAddress: '',
+  logLevel: 'info',
+  logFormat: 'text',
+  imagePullProgressDeadlineSeconds: 60,
+};
+
+const LOG_LEVELS = ['error', 'warn', 'info', 'debug'];
+
+function oneOf<T extends string>(name: string, allowed: readonly T[]) {
+  return (value: string): T => {
+    if (!(allowed as readonly string[]).includes(value)) {
+      throw new InvalidArgumentError(`${name} must be one of ${allowed.join(', ')}`);
+    }
+    return value as T;
+  };
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+/** Builds the CLI; `parseConfig` runs it. Exported so --help output can be tested. */
+export function buildCli(): Command {
+  const d = DEFAULTS;
+  return new Command('crishim')
+    .description('Kubernetes CRI v1 runtime service on top of the Docker Engine')
+    .version(`crishim ${VERSION} (CRI ${CRI_VERSION})`, '--version', 'print the version and exit')
+    .helpOption('-h, --help', 'show the flags and their defaults')
+    .allowExcessArguments(false)
+    .addOption(new Option('--container-runtime-endpoint <endpoint>', 'CRI socket to serve on (unix:///path)').default(d.containerRuntimeEndpoint))
+    .addOption(new Option('--docker-endpoint <endpoint>', 'Docker Engine endpoint (unix:///path or tcp://host:port); DOCKER_HOST when empty').default(d.dockerEndpoint))
+    .addOption(new Option('--docker-tls-ca <file>', 'CA certificate for a TLS Docker endpoint'))
+    .addOption(new Option('--docker-tls-cert <file>', 'client certificate for a TLS Docker endpoint'))
+    .addOption(new Option('--docker-tls-key <file>', 'client key for a TLS Docker endpoint'))
+    .addOption(new Option('--network-plugin <name>', 'pod network plugin').choices(['cni', 'none']).default(d.networkPlugin))
+    .addOption(new Option('--cni-conf-dir <dir>', 'directory probed for CNI configs').default(d.cniConfDir))
+    .addOption(new Option('--cni-bin-dir <dirs>', 'comma-separated directories holding CNI plugin binaries').default(d.cniBinDirs.join(',')))
+    .addOption(new Option('--cni-cache-dir <dir>', 'where CNI results are cached (default <root-directory>/cni-cache)').default(d.cniCacheDir))
+    .addOption(new Option('--pod-infra-container-image <image>', 'sandbox (pause) image').default(d.podInfraContainerImage))
+    .addOption(new Option('--pod-cidr <cidr>', 'pod CIDR handed to CNI plugins').default(d.podCidr))
+    .addOption(new Option('--root-directory <dir>', 'state directory (checkpoints, CNI cache)').default(d.rootDirectory))
+    .addOption(new Option('--cri-dockerd-root-directory <dir>', 'alias of --root-directory, for cri-dockerd unit files'))
+    .addOption(new Option('--runtime-cgroups <cgroup>', 'cgroup to move the daemon into (accepted for cri-dockerd compatibility)').default(d.runtimeCgroups))
+    .addOption(new Option('--streaming-bind-addr <addr>', 'host:port of the exec/attach/port-forward server').default(d.streamingBindAddr))
+    .addOption(new Option('--metrics-bind-address <addr>', 'host:port for Prometheus /metrics (off when empty)').default(d.metricsBindAddress))
+    .addOption(new Option('--log-level <level>', 'error, warn, info or debug').argParser(oneOf('--log-level', LOG_LEVELS)).default(d.logLevel))
+    .addOption(new Option('--log-format <format>', 'text or json').argParser(oneOf('--log-format', ['text', 'json'] as const)).default(d.logFormat))
+    .addOption(new Option('--image-pull-progress-deadline <seconds>', 'cancel a pull that makes no progress for this long').argParser(positiveInt).default(d.imagePullProgressDeadlineSeconds));
+}
+
+interface CliOptions {
+  containerRuntimeEndpoint: string;
+  dockerEndpoint: string;
+  dockerTlsCa?: string;
+  dockerTlsCert?: string;
+  dockerTlsKey?: string;
+  networkPlugin: 'cni' | 'none';
+  cniConfDir: string;
+  cniBinDir: string;
+  cniCacheDir: string;
+  podInfraContainerImage: string;
+  podCidr: string;
+  rootDirectory: string;
+  criDockerdRootDirectory?: string;
+  runtimeCgroups: string;
+  streamingBindAddr: string;
+  metricsBindAddress: string;
+  logLevel: string;
+  logFormat: LogFormat;
+  imagePullProgressDeadline: number;
+}
+
+/** Parses argv (without node and script) into a Config; throws a commander error on bad flags. */
+export function parseConfig(argv: string[], cli: Command = buildCli()): Config {
+  cli.exitOverride();
+  cli.parse(argv, { from: 'user' });
+  const o = cli.opts<CliOptions>();
+  const rootDirectory = path.resolve(o.criDockerdRootDirectory ?? o.rootDirectory);
+  return {
+    containerRuntimeEndpoint: o.containerRuntimeEndpoint,
+    dockerEndpoint: o.dockerEndpoint,
+    dockerTlsCa: o.dockerTlsCa,
+    dockerTlsCert: o.dockerTlsCert,
+    dockerTlsKey: o.dockerTlsKey,
+    networkPlugin: o.networkPlugin,
+    cniConfDir: o.cniConfDir,
+    cniBinDirs: o.cniBinDir.split(',').map((s) => s.trim()).filter(Boolean),
+    cniCacheDir: o.cniCacheDir || path.join(rootDirectory, 'cni-cache'),
+    podInfraContainerImage: o.podInfraContainerImage,
+    podCidr: o.podCidr,
+    rootDirectory,
+    runtimeCgroups: o.runtimeCgroups,
+    streamingBindAddr: o.streamingBindAddr,
+    metricsBindAddress: o.metricsBindAddress,
+    logLevel: o.logLevel,
+    logFormat: o.logFormat,
+    imagePullProgressDeadlineSeconds: o.imagePullProgressDeadline,
+  };
+}

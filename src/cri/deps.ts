@@ -1,0 +1,18 @@
+import type { Config } from '../config';
+import type { CheckpointStore } from '../checkpoint/store';
+import type { DockerApi } from '../docker/client';
+import type { EngineInfo } from '../docker/engine-info';
+import type { Logger } from '../logging/logger';
+import type { NetworkPlugin } from '../network/types';
+
+/** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
+export interface ServiceDeps {
+  docker: DockerApi;
+  config: Config;
+  network: NetworkPlugin;
+  checkpoints: CheckpointStore;
+  engine: EngineInfo;
+  logger: Logger;
+  /** oom_score_adj for pause containers: -998 as dockershim, or the host's lowest allowed value. */
+  sandboxOomScoreAdj: number;
+}

@@ -1,0 +1,55 @@
+/**
+ * Docker labels crishim puts on its containers. The keys are the ones dockershim
+ * and cri-dockerd use, so `docker ps`, existing tooling and a node switched over
+ * from cri-dockerd all recognise the same containers.
+ */
+export const TYPE_LABEL = 'io.kubernetes.docker.type';
+export const TYPE_SANDBOX = 'podsandbox';
+export const TYPE_CONTAINER = 'container';
+export const SANDBOX_ID_LABEL = 'io.kubernetes.sandbox.id';
+export const POD_NAME_LABEL = 'io.kubernetes.pod.name';
+export const POD_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
+export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
+export const CONTAINER_NAME_LABEL = 'io.kubernetes.container.name';
+export const CONTAINER_LOGPATH_LABEL = 'io.kubernetes.container.logpath';
+/** crishim's own: the metadata attempt, since names with `_` defeat parsing it back from the Docker name. */
+export const ATTEMPT_LABEL = 'io.crishim.attempt';
+/** crishim's own: creation time in ns (Docker's list call only has seconds; status and list must agree). */
+export const CREATED_LABEL = 'io.crishim.created';
+/** CRI annotations travel as labels with this prefix (Docker has no annotations). */
+export const ANNOTATION_PREFIX = 'annotation.';
+
+/** Labels crishim owns; never reported back as CRI labels. */
+const INTERNAL = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL]);
+
+/** Builds the Docker label map from CRI labels, annotations and our own keys. */
+export function makeLabels(
+  criLabels: Record<string, string>,
+  annotations: Record<string, string>,
+  internal: Record<string, string>,
+): Record<string, string> {
+  const out: Record<string, string> = { ...criLabels };
+  for (const [k, v] of Object.entries(annotations)) out[ANNOTATION_PREFIX + k] = v;
+  return Object.assign(out, internal);
+}
+
+/** Splits Docker labels back into CRI labels and annotations. */
+export function splitLabels(labels: Record<string, string> | undefined): {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
+  const out = { labels: {} as Record<string, string>, annotations: {} as Record<string, string> };
+  for (const [k, v] of Object.entries(labels ?? {})) {
+    if (k.startsWith(ANNOTATION_PREFIX)) out.annotations[k.slice(ANNOTATION_PREFIX.length)] = v;
+    else if (!INTERNAL.has(k)) out.labels[k] = v;
+  }
+  return out;
+}
+
+/** True when every selector pair is present with the same value (CRI label_selector semantics). */
+export function matchesSelector(labels: Record<string, string>, selector: Record<string, string> | undefined): boolean {
+  for (const [k, v] of Object.entries(selector ?? {})) {
+    if (labels[k] !== v) return false;
+  }
+  return true;
+}

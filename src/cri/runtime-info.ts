@@ -1,0 +1,62 @@
+import { CRI_VERSION, VERSION } from '../config';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import { unavailable } from '../server/errors';
+import type { ServiceDeps } from './deps';
+
+/** runtime_name stays `docker`: the kubelet and tooling key Docker-specific behaviour on it. */
+export const RUNTIME_NAME = 'docker';
+
+export function version(deps: ServiceDeps) {
+  return async (_req: RuntimeReq<'Version'>, _ctx: CallContext): Promise<RuntimeRes<'Version'>> => {
+    let engine = deps.engine.current();
+    if (!engine.version) engine = await deps.engine.refresh();
+    if (!engine.version) throw unavailable(`docker is unreachable: ${engine.error ?? 'unknown error'}`);
+    return {
+      // the kubelet's runtime API version string, a constant every CRI runtime answers
+      version: '0.1.0',
+      runtime_name: RUNTIME_NAME,
+      runtime_version: engine.version,
+      runtime_api_version: CRI_VERSION,
+    };
+  };
+}
+
+/** Served from cached state: the kubelet polls Status every few seconds. */
+export function status(deps: ServiceDeps) {
+  return async (req: RuntimeReq<'Status'>, _ctx: CallContext): Promise<RuntimeRes<'Status'>> => {
+    const engine = deps.engine.current();
+    const net = deps.network.status();
+    const conditions = [
+      {
+        type: 'RuntimeReady',
+        status: engine.reachable,
+        reason: engine.reachable ? '' : 'DockerDaemonNotReady',
+        message: engine.reachable ? '' : `docker is unreachable: ${engine.error ?? 'unknown error'}`,
+      },
+      {
+        type: 'NetworkReady',
+        status: net.ready,
+        reason: net.ready ? '' : net.reason,
+        message: net.ready ? '' : net.message,
+      },
+    ];
+    const info: Record<string, string> = {};
+    if (req.verbose) {
+      info.config = JSON.stringify({
+        crishimVersion: VERSION,
+        networkPlugin: deps.config.networkPlugin,
+        cniConfDir: deps.config.cniConfDir,
+        cniBinDirs: deps.config.cniBinDirs,
+        cniConfig: net.configName ?? null,
+        cniConfigFile: net.configFile ?? null,
+        podInfraContainerImage: deps.config.podInfraContainerImage,
+        rootDirectory: deps.config.rootDirectory,
+        dockerVersion: engine.version ?? null,
+        dockerApiVersion: engine.apiVersion ?? null,
+        cgroupDriver: engine.cgroupDriver ?? null,
+        sandboxOomScoreAdj: deps.sandboxOomScoreAdj,
+      });
+    }
+    return { status: { conditions }, info, runtime_handlers: [], features: null };
+  };
+}

@@ -1,0 +1,59 @@
+import type Docker from 'dockerode';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { CREATED_LABEL, matchesSelector, splitLabels, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { metadataFromLabels } from './sandbox-lookup';
+import { secondsToNanos } from './time';
+
+type PodSandbox = NonNullable<RuntimeRes<'ListPodSandbox'>['items']>[number];
+type Filter = RuntimeReq<'ListPodSandbox'>['filter'];
+
+function fromDocker(c: Docker.ContainerInfo): PodSandbox {
+  const split = splitLabels(c.Labels);
+  return {
+    id: c.Id,
+    metadata: metadataFromLabels(c.Labels, c.Names[0] ?? ''),
+    state: c.State === 'running' ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY',
+    created_at: c.Labels[CREATED_LABEL] ?? secondsToNanos(c.Created),
+    labels: split.labels,
+    annotations: split.annotations,
+    runtime_handler: '',
+  };
+}
+
+function matches(s: PodSandbox, filter: Filter): boolean {
+  if (!filter) return true;
+  if (filter.id && !(s.id ?? '').startsWith(filter.id)) return false;
+  if (filter.state && s.state !== filter.state.state) return false;
+  return matchesSelector(s.labels ?? {}, filter.label_selector);
+}
+
+/** Every sandbox: one Docker list call, plus checkpoints whose pause container is gone (NOTREADY). */
+export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<PodSandbox[]> {
+  const dockerFilters: Record<string, string[]> = { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] };
+  if (filter?.id) dockerFilters.id = [filter.id];
+  const containers = await deps.docker.listContainers({ all: true, filters: dockerFilters });
+  const items = containers.map(fromDocker);
+  const seen = new Set(items.map((s) => s.id));
+  for (const id of await deps.checkpoints.list()) {
+    if (seen.has(id) || (filter?.id && !id.startsWith(filter.id))) continue;
+    const cp = await deps.checkpoints.read(id);
+    if (!cp) continue;
+    items.push({
+      id,
+      metadata: { name: cp.name, namespace: cp.namespace, uid: cp.crishim?.uid ?? '', attempt: cp.crishim?.attempt ?? 0 },
+      state: 'SANDBOX_NOTREADY',
+      created_at: cp.crishim?.created_at ?? '0',
+      labels: cp.crishim?.labels ?? {},
+      annotations: cp.crishim?.annotations ?? {},
+      runtime_handler: cp.crishim?.runtime_handler ?? '',
+    });
+  }
+  return items.filter((s) => matches(s, filter));
+}
+
+export function listPodSandbox(deps: ServiceDeps) {
+  return async (req: RuntimeReq<'ListPodSandbox'>, _ctx: CallContext): Promise<RuntimeRes<'ListPodSandbox'>> => ({
+    items: await listSandboxes(deps, req.filter),
+  });
+}

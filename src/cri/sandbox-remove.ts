@@ -1,0 +1,41 @@
+import { isDockerNotFound, toCriError } from '../server/errors';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { findSandbox } from './sandbox-lookup';
+import { sandboxMembers, tearDownNetwork } from './sandbox-stop';
+import { checkId } from './validation';
+
+/** Hook for per-container cleanup beyond Docker (e.g. CRI log files); set by the container module. */
+export type ContainerRemover = (containerId: string, ctx: CallContext) => Promise<void>;
+
+export async function removeDockerContainer(deps: ServiceDeps, id: string): Promise<void> {
+  try {
+    await deps.docker.getContainer(id).remove({ force: true, v: true });
+  } catch (err) {
+    if (!isDockerNotFound(err)) throw err;
+  }
+}
+
+export function removePodSandbox(deps: ServiceDeps, removeContainer?: ContainerRemover) {
+  return async (req: RuntimeReq<'RemovePodSandbox'>, ctx: CallContext): Promise<RuntimeRes<'RemovePodSandbox'>> => {
+    const id = checkId('pod_sandbox_id', req.pod_sandbox_id);
+    const rec = await findSandbox(deps, id);
+    // CRI: removing what is already gone succeeds
+    if (!rec) return {};
+    ctx.annotate({ podSandboxId: rec.id });
+    try {
+      for (const c of await sandboxMembers(deps, rec.id)) {
+        if (removeContainer) await removeContainer(c.Id, ctx);
+        else await removeDockerContainer(deps, c.Id);
+      }
+      // the kubelet stops before removing, but a client may not: never leak an IP
+      if (await deps.network.podNetwork(rec.id)) await tearDownNetwork(deps, rec, ctx);
+      if (rec.container) await removeDockerContainer(deps, rec.id);
+      await deps.checkpoints.remove(rec.id);
+    } catch (err) {
+      throw toCriError(err, `RemovePodSandbox ${rec.id}`);
+    }
+    ctx.log.info('pod sandbox removed');
+    return {};
+  };
+}

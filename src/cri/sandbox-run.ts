@@ -1,0 +1,242 @@
+import { promises as fsp } from 'fs';
+import type Docker from 'dockerode';
+import { status } from '@grpc/grpc-js';
+import type { CheckpointPortMapping } from '../checkpoint/store';
+import { ensureImage } from '../docker/images';
+import type { PortMappingSpec } from '../network/types';
+import { CriError, invalidArgument, toCriError } from '../server/errors';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { ATTEMPT_LABEL, CREATED_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { sandboxName, withRandomSuffix } from './naming';
+import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
+import { nowNanos } from './time';
+import { checkLabelMap, checkName, checkSandboxMetadata } from './validation';
+
+type Request = RuntimeReq<'RunPodSandbox'>;
+type SandboxConfig = NonNullable<Request['config']>;
+
+/** Undo steps collected while a sandbox is built; run newest first when a later step fails. */
+class Rollback {
+  private steps: Array<{ what: string; run: () => Promise<void> }> = [];
+  add(what: string, run: () => Promise<void>): void {
+    this.steps.push({ what, run });
+  }
+  async run(ctx: CallContext): Promise<void> {
+    for (const step of this.steps.reverse()) {
+      try {
+        await step.run();
+      } catch (err) {
+        ctx.log.error(`rollback step failed: ${step.what}`, { error: (err as Error).message });
+      }
+    }
+    this.steps = [];
+  }
+}
+
+export function portMappingsOf(config: SandboxConfig): CheckpointPortMapping[] {
+  return (config.port_mappings ?? []).map((p) => ({
+    protocol: p.protocol.toLowerCase(),
+    container_port: p.container_port,
+    host_port: p.host_port,
+    host_ip: p.host_ip || undefined,
+  }));
+}
+
+/** Only mappings with a host port reach the portmap plugin (the rest are informational). */
+export function cniPortMappings(mappings: CheckpointPortMapping[]): PortMappingSpec[] {
+  return mappings
+    .filter((p) => p.host_port > 0)
+    .map((p) => ({
+      hostPort: p.host_port,
+      containerPort: p.container_port,
+      protocol: (p.protocol === 'udp' || p.protocol === 'sctp' ? p.protocol : 'tcp') as PortMappingSpec['protocol'],
+      hostIP: p.host_ip,
+    }));
+}
+
+function validateConfig(req: Request): SandboxConfig {
+  const config = req.config;
+  if (!config) throw invalidArgument('config must be set');
+  checkSandboxMetadata(config.metadata);
+  checkLabelMap('config.labels', config.labels);
+  checkLabelMap('config.annotations', config.annotations);
+  checkName('config.hostname', config.hostname, { required: false });
+  for (const p of config.port_mappings ?? []) {
+    if (p.container_port < 0 || p.container_port > 65535 || p.host_port < 0 || p.host_port > 65535) {
+      throw invalidArgument(`config.port_mappings: port out of range (${p.container_port}:${p.host_port})`);
+    }
+  }
+  return config;
+}
+
+/** Docker host config for the pause container; everything pod-wide lives here. */
+function hostConfigFor(deps: ServiceDeps, config: SandboxConfig, runtime: string | undefined): Docker.HostConfig {
+  const linux = config.linux;
+  const sec = linux?.security_context;
+  const ns = sec?.namespace_options;
+  const hostNetwork = ns?.network === 'NODE';
+  const hc: Docker.HostConfig = {
+    // CNI configures the pod's own netns; Docker must not attach a network of its own
+    NetworkMode: hostNetwork ? 'host' : 'none',
+    // containers of the pod join this IPC namespace, so it must be shareable
+    IpcMode: ns?.ipc === 'NODE' ? 'host' : 'shareable',
+    PidMode: ns?.pid === 'NODE' ? 'host' : '',
+    OomScoreAdj: deps.sandboxOomScoreAdj,
+    ReadonlyRootfs: sec?.readonly_rootfs ?? false,
+    SecurityOpt: [
+      ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
+      ...apparmorSecurityOpt(sec?.apparmor, undefined),
+    ],
+    RestartPolicy: { Name: 'no' },
+  };
+  if (hostNetwork) hc.UTSMode = 'host';
+  if (linux?.cgroup_parent) hc.CgroupParent = linux.cgroup_parent;
+  if (linux?.sysctls && Object.keys(linux.sysctls).length > 0) hc.Sysctls = linux.sysctls;
+  if (sec?.supplemental_groups?.length) hc.GroupAdd = sec.supplemental_groups.map(String);
+  if (runtime) hc.Runtime = runtime;
+  // Privileged is not passed on: the pause process never needs it, and hosts that
+  // refuse privileged containers (like these) would fail every privileged pod.
+  return hc;
+}
+
+function userOf(config: SandboxConfig): string | undefined {
+  const sec = config.linux?.security_context;
+  if (!sec?.run_as_user) return undefined;
+  const uid = String(sec.run_as_user.value);
+  return sec.run_as_group ? `${uid}:${String(sec.run_as_group.value)}` : uid;
+}
+
+async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<string | undefined> {
+  if (!handler) return undefined;
+  let engine = deps.engine.current();
+  if (!engine.reachable || engine.runtimes.length === 0) engine = await deps.engine.refresh();
+  if (!engine.runtimes.includes(handler)) {
+    throw invalidArgument(`unknown runtime handler ${JSON.stringify(handler)}; docker has: ${engine.runtimes.join(', ') || 'none'}`);
+  }
+  return handler;
+}
+
+/** Writes the pod's resolv.conf the way dockershim did: into the file Docker bind-mounts. */
+export async function writeResolvConf(path: string, dns: SandboxConfig['dns_config']): Promise<void> {
+  if (!dns || (dns.servers.length === 0 && dns.searches.length === 0 && dns.options.length === 0)) return;
+  const lines = [
+    ...dns.servers.map((s) => `nameserver ${s}`),
+    ...(dns.searches.length ? [`search ${dns.searches.join(' ')}`] : []),
+    ...(dns.options.length ? [`options ${dns.options.join(' ')}`] : []),
+  ];
+  await fsp.writeFile(path, lines.join('\n') + '\n');
+}
+
+async function createPauseContainer(
+  deps: ServiceDeps,
+  ctx: CallContext,
+  opts: Docker.ContainerCreateOptions,
+): Promise<Docker.Container> {
+  try {
+    return await deps.docker.createContainer({ ...opts, abortSignal: ctx.signal });
+  } catch (err) {
+    // a leftover with the same name (e.g. from a crash): take a fresh name, as dockershim does
+    if ((err as { statusCode?: number }).statusCode === 409 && opts.name) {
+      ctx.log.warn('sandbox name taken; retrying with a random suffix', { name: opts.name });
+      return await deps.docker.createContainer({ ...opts, name: withRandomSuffix(opts.name), abortSignal: ctx.signal });
+    }
+    throw err;
+  }
+}
+
+export function runPodSandbox(deps: ServiceDeps) {
+  return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
+    const config = validateConfig(req);
+    const meta = checkSandboxMetadata(config.metadata);
+    const runtime = await checkRuntimeHandler(deps, req.runtime_handler);
+    const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
+    const image = deps.config.podInfraContainerImage;
+    ctx.annotate({ pod: `${meta.namespace}/${meta.name}` });
+    const rollback = new Rollback();
+    const step = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        const e = toCriError(err, `RunPodSandbox ${meta.namespace}/${meta.name}: ${what}`);
+        ctx.log.error(e.message);
+        await rollback.run(ctx);
+        throw e;
+      }
+    };
+
+    // (a) the sandbox image
+    await step(`ensure sandbox image ${image}`, () => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log }));
+
+    // (b) the pause container
+    const createdAt = nowNanos();
+    const labels = makeLabels(config.labels, config.annotations, {
+      [TYPE_LABEL]: TYPE_SANDBOX,
+      [POD_NAME_LABEL]: meta.name,
+      [POD_NAMESPACE_LABEL]: meta.namespace,
+      [POD_UID_LABEL]: meta.uid,
+      [ATTEMPT_LABEL]: String(meta.attempt),
+      [CREATED_LABEL]: createdAt,
+    });
+    const container = await step('create pause container', () =>
+      createPauseContainer(deps, ctx, {
+        name: sandboxName(meta),
+        Image: image,
+        Labels: labels,
+        Hostname: hostNetwork ? undefined : config.hostname || undefined,
+        User: userOf(config),
+        HostConfig: hostConfigFor(deps, config, runtime),
+      }),
+    );
+    const id = container.id;
+    ctx.annotate({ podSandboxId: id });
+    rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
+
+    // (c) the checkpoint: what teardown needs if the container disappears
+    const portMappings = portMappingsOf(config);
+    await step('write checkpoint', () =>
+      deps.checkpoints.write(id, {
+        name: meta.name,
+        namespace: meta.namespace,
+        data: { port_mappings: portMappings, host_network: hostNetwork },
+        crishim: {
+          sandbox_id: id,
+          uid: meta.uid,
+          attempt: meta.attempt,
+          created_at: createdAt,
+          runtime_handler: req.runtime_handler || undefined,
+          labels: config.labels,
+          annotations: config.annotations,
+        },
+      }),
+    );
+    rollback.add(`remove checkpoint ${id}`, () => deps.checkpoints.remove(id));
+
+    // (d) start it
+    await step('start pause container', () => container.start({ abortSignal: ctx.signal }));
+    const info = await step('inspect pause container', () => container.inspect());
+    await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, config.dns_config));
+
+    // (e) pod networking
+    if (!hostNetwork) {
+      const pid = info.State.Pid;
+      if (!pid) {
+        await rollback.run(ctx);
+        throw new CriError(status.INTERNAL, `RunPodSandbox ${meta.namespace}/${meta.name}: pause container ${id} exited right after start`);
+      }
+      await step(`set up pod network (${deps.network.name})`, () =>
+        deps.network.setUpPod({
+          podName: meta.name,
+          podNamespace: meta.namespace,
+          podUid: meta.uid,
+          sandboxId: id,
+          netnsPath: `/proc/${pid}/ns/net`,
+          portMappings: cniPortMappings(portMappings),
+          signal: ctx.signal,
+        }),
+      );
+    }
+    ctx.log.info('pod sandbox is ready', { podSandboxId: id });
+    return { pod_sandbox_id: id };
+  };
+}

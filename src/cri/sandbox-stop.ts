@@ -1,0 +1,73 @@
+import type Docker from 'dockerode';
+import { isDockerNotFound, notFound, toCriError } from '../server/errors';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { SANDBOX_ID_LABEL } from './labels';
+import { findSandbox, recordMetadata, type SandboxRecord } from './sandbox-lookup';
+import { cniPortMappings } from './sandbox-run';
+import { checkId } from './validation';
+
+/** The pause process exits on SIGTERM at once; the grace period only covers a wedged one. */
+const SANDBOX_STOP_GRACE_SECONDS = 10;
+
+export function isHostNetwork(rec: SandboxRecord): boolean {
+  if (rec.checkpoint) return rec.checkpoint.data.host_network === true;
+  return rec.container?.HostConfig.NetworkMode === 'host';
+}
+
+/** Docker containers (not the pause one) that belong to a sandbox. */
+export async function sandboxMembers(deps: ServiceDeps, sandboxId: string): Promise<Docker.ContainerInfo[]> {
+  return deps.docker.listContainers({ all: true, filters: { label: [`${SANDBOX_ID_LABEL}=${sandboxId}`] } });
+}
+
+/** CNI DEL for a sandbox, from the cache (works with the pause container gone). */
+export async function tearDownNetwork(deps: ServiceDeps, rec: SandboxRecord, ctx: CallContext): Promise<void> {
+  if (isHostNetwork(rec)) return;
+  const meta = recordMetadata(rec);
+  const pid = rec.container?.State.Running ? rec.container.State.Pid : 0;
+  await deps.network.tearDownPod({
+    podName: meta.name,
+    podNamespace: meta.namespace,
+    podUid: meta.uid,
+    sandboxId: rec.id,
+    netnsPath: pid ? `/proc/${pid}/ns/net` : '',
+    portMappings: cniPortMappings(rec.checkpoint?.data.port_mappings ?? []),
+    signal: ctx.signal,
+  });
+}
+
+/** Stops a container, ignoring "already gone" and "already stopped". */
+export async function stopQuietly(deps: ServiceDeps, id: string, graceSeconds: number): Promise<void> {
+  try {
+    await deps.docker.getContainer(id).stop({ t: graceSeconds });
+  } catch (err) {
+    const code = (err as { statusCode?: number }).statusCode;
+    if (code === 304 || isDockerNotFound(err)) return;
+    throw err;
+  }
+}
+
+export function stopPodSandbox(deps: ServiceDeps) {
+  return async (req: RuntimeReq<'StopPodSandbox'>, ctx: CallContext): Promise<RuntimeRes<'StopPodSandbox'>> => {
+    const id = checkId('pod_sandbox_id', req.pod_sandbox_id);
+    const rec = await findSandbox(deps, id);
+    if (!rec) throw notFound(`pod sandbox ${id}`);
+    ctx.annotate({ podSandboxId: rec.id });
+    try {
+      // network first: the netns is still held by the running pause process
+      await tearDownNetwork(deps, rec, ctx);
+    } catch (err) {
+      throw toCriError(err, `StopPodSandbox ${rec.id}: tear down pod network`);
+    }
+    try {
+      const members = await sandboxMembers(deps, rec.id);
+      // CRI: containers still running at this point are terminated at once
+      await Promise.all(members.filter((c) => c.State === 'running').map((c) => stopQuietly(deps, c.Id, 0)));
+      if (rec.container) await stopQuietly(deps, rec.id, SANDBOX_STOP_GRACE_SECONDS);
+    } catch (err) {
+      throw toCriError(err, `StopPodSandbox ${rec.id}`);
+    }
+    ctx.log.info('pod sandbox stopped');
+    return {};
+  };
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+import { CommanderError } from 'commander';
+import { parseConfig } from './config';
+import { startDaemon } from './daemon';
+import { createLogger, setRootLogger } from './logging/logger';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseConfig(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with code 0; bad flags with commander's message and 1
+      process.exit(err.exitCode);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel, config.logFormat);
+  setRootLogger(logger);
+
+  // a bug in one request must never take the node's runtime down
+  process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { error: String(reason) }));
+  process.on('uncaughtException', (err) => logger.error('uncaught exception', { error: err.stack ?? String(err) }));
+
+  const daemon = await startDaemon(config, logger);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    daemon.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error('shutdown failed', { error: String(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`crishim: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
