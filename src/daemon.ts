@@ -2,7 +2,9 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
+import { createLogManager } from './cri/container-logs';
 import { createDockerService } from './cri/docker-service';
+import { CONTAINER_LOGPATH_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
 import { connectDocker } from './docker/client';
 import { createEngineInfo } from './docker/engine-info';
@@ -30,10 +32,12 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const engine = createEngineInfo(client.api, logger);
   await engine.refresh();
 
-  const oom = await lowestOomScoreAdj(SANDBOX_OOM_SCORE_ADJ);
+  // probed once: runc fails every container whose oom_score_adj the kernel refuses
+  const floor = await lowestOomScoreAdj(-1000);
+  const oom = Math.max(SANDBOX_OOM_SCORE_ADJ, floor);
   if (oom !== SANDBOX_OOM_SCORE_ADJ) {
-    logger.warn(`this host refuses oom_score_adj ${SANDBOX_OOM_SCORE_ADJ}; pause containers get ${oom} instead`, {
-      lowestAllowed: oom,
+    logger.warn(`this host refuses oom_score_adj ${SANDBOX_OOM_SCORE_ADJ}; pause containers get ${oom} and lower container values are raised to it`, {
+      lowestAllowed: floor,
     });
   }
 
@@ -47,8 +51,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   });
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom };
-  const service = createDockerService(deps);
+  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor };
+  const logs = createLogManager(client.api, logger);
+  await resumeLogCopies(deps, logs);
+  const service = createDockerService(deps, logs);
   const server = await startCriServer({ endpoint: config.containerRuntimeEndpoint, runtime: service.runtime, image: service.image, logger });
 
   return {
@@ -56,8 +62,29 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     deps,
     async close() {
       await server.shutdown();
+      logs.closeAll();
       network.close();
       engine.close();
     },
   };
+}
+
+/**
+ * After a restart, picks the CRI log copy up where the files end: running
+ * containers keep being followed, exited ones get their last output flushed.
+ */
+async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>): Promise<void> {
+  let containers;
+  try {
+    containers = await deps.docker.listContainers({ all: true, filters: { label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`] } });
+  } catch (err) {
+    deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
+    return;
+  }
+  for (const c of containers) {
+    const logPath = c.Labels[CONTAINER_LOGPATH_LABEL];
+    if (!logPath || c.State === 'created') continue;
+    const info = await deps.docker.getContainer(c.Id).inspect().catch(() => undefined);
+    if (info) logs.follow(c.Id, logPath, info.Config.Tty);
+  }
 }

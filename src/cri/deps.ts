@@ -15,4 +15,6 @@ export interface ServiceDeps {
   logger: Logger;
   /** oom_score_adj for pause containers: -998 as dockershim, or the host's lowest allowed value. */
   sandboxOomScoreAdj: number;
+  /** Lowest oom_score_adj this host accepts; container requests below it are raised to it. */
+  oomScoreAdjFloor: number;
 }

@@ -1,5 +1,11 @@
 import type { ImageImpl, RuntimeImpl } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { createContainer } from './container-create';
+import { reopenContainerLog, removeContainer, removeContainerFully, startContainer, stopContainer } from './container-lifecycle';
+import { listContainersRpc } from './container-list';
+import type { LogManager } from './container-logs';
+import { containerStatus } from './container-status';
+import { updateContainerResources } from './container-update';
 import { status, version } from './runtime-info';
 import { listPodSandbox } from './sandbox-list';
 import { removePodSandbox } from './sandbox-remove';
@@ -11,15 +17,23 @@ import { stopPodSandbox } from './sandbox-stop';
  * The CRI services over Docker: composes one handler module per RPC group.
  * Every method left out answers UNIMPLEMENTED (see server/grpc-server.ts).
  */
-export function createDockerService(deps: ServiceDeps): { runtime: RuntimeImpl; image: ImageImpl } {
+export function createDockerService(deps: ServiceDeps, logs: LogManager): { runtime: RuntimeImpl; image: ImageImpl } {
   const runtime: RuntimeImpl = {
     Version: version(deps),
     Status: status(deps),
     RunPodSandbox: runPodSandbox(deps),
     StopPodSandbox: stopPodSandbox(deps),
-    RemovePodSandbox: removePodSandbox(deps),
+    RemovePodSandbox: removePodSandbox(deps, (id) => removeContainerFully(deps, logs, id)),
     PodSandboxStatus: podSandboxStatus(deps),
     ListPodSandbox: listPodSandbox(deps),
+    CreateContainer: createContainer(deps),
+    StartContainer: startContainer(deps, logs),
+    StopContainer: stopContainer(deps),
+    RemoveContainer: removeContainer(deps, logs),
+    ListContainers: listContainersRpc(deps),
+    ContainerStatus: containerStatus(deps),
+    UpdateContainerResources: updateContainerResources(deps),
+    ReopenContainerLog: reopenContainerLog(deps, logs),
   };
   const image: ImageImpl = {};
   return { runtime, image };

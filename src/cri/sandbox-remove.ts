@@ -5,8 +5,8 @@ import { findSandbox } from './sandbox-lookup';
 import { sandboxMembers, tearDownNetwork } from './sandbox-stop';
 import { checkId } from './validation';
 
-/** Hook for per-container cleanup beyond Docker (e.g. CRI log files); set by the container module. */
-export type ContainerRemover = (containerId: string, ctx: CallContext) => Promise<void>;
+/** Removes one member container with everything crishim keeps for it (log copier, log file). */
+export type ContainerRemover = (containerId: string) => Promise<void>;
 
 export async function removeDockerContainer(deps: ServiceDeps, id: string): Promise<void> {
   try {
@@ -16,7 +16,7 @@ export async function removeDockerContainer(deps: ServiceDeps, id: string): Prom
   }
 }
 
-export function removePodSandbox(deps: ServiceDeps, removeContainer?: ContainerRemover) {
+export function removePodSandbox(deps: ServiceDeps, removeContainer: ContainerRemover) {
   return async (req: RuntimeReq<'RemovePodSandbox'>, ctx: CallContext): Promise<RuntimeRes<'RemovePodSandbox'>> => {
     const id = checkId('pod_sandbox_id', req.pod_sandbox_id);
     const rec = await findSandbox(deps, id);
@@ -25,8 +25,7 @@ export function removePodSandbox(deps: ServiceDeps, removeContainer?: ContainerR
     ctx.annotate({ podSandboxId: rec.id });
     try {
       for (const c of await sandboxMembers(deps, rec.id)) {
-        if (removeContainer) await removeContainer(c.Id, ctx);
-        else await removeDockerContainer(deps, c.Id);
+        await removeContainer(c.Id);
       }
       // the kubelet stops before removing, but a client may not: never leak an IP
       if (await deps.network.podNetwork(rec.id)) await tearDownNetwork(deps, rec, ctx);

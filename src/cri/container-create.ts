@@ -1,0 +1,84 @@
+import type Docker from 'dockerode';
+import { failedPrecondition, invalidArgument, notFound, toCriError } from '../server/errors';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { dockerContainerSpec, resolveLogPath } from './container-config';
+import {
+  ATTEMPT_LABEL,
+  CONTAINER_LOGPATH_LABEL,
+  CONTAINER_NAME_LABEL,
+  CREATED_LABEL,
+  makeLabels,
+  POD_NAME_LABEL,
+  POD_NAMESPACE_LABEL,
+  POD_UID_LABEL,
+  SANDBOX_ID_LABEL,
+  TYPE_CONTAINER,
+  TYPE_LABEL,
+} from './labels';
+import { containerName, withRandomSuffix } from './naming';
+import { findSandbox, recordMetadata } from './sandbox-lookup';
+import { nowNanos } from './time';
+import { checkId, checkLabelMap, checkName } from './validation';
+
+export function createContainer(deps: ServiceDeps) {
+  return async (req: RuntimeReq<'CreateContainer'>, ctx: CallContext): Promise<RuntimeRes<'CreateContainer'>> => {
+    const sandboxId = checkId('pod_sandbox_id', req.pod_sandbox_id);
+    const config = req.config;
+    if (!config) throw invalidArgument('config must be set');
+    if (!config.metadata) throw invalidArgument('config.metadata must be set');
+    const name = checkName('config.metadata.name', config.metadata.name);
+    const attempt = config.metadata.attempt ?? 0;
+    if (!config.image?.image) throw invalidArgument('config.image.image must be set');
+    checkLabelMap('config.labels', config.labels);
+    checkLabelMap('config.annotations', config.annotations);
+
+    const sandbox = await findSandbox(deps, sandboxId);
+    if (!sandbox) throw notFound(`pod sandbox ${sandboxId}`);
+    ctx.annotate({ podSandboxId: sandbox.id });
+    if (!sandbox.container?.State.Running) {
+      throw failedPrecondition(`pod sandbox ${sandbox.id} is not ready; cannot create container ${name} in it`);
+    }
+    const pod = recordMetadata(sandbox);
+    const logPath = resolveLogPath(req.sandbox_config?.log_directory, config.log_path);
+
+    const spec = dockerContainerSpec(
+      config,
+      {
+        id: sandbox.id,
+        cgroupParent: sandbox.container.HostConfig.CgroupParent || undefined,
+        runtime: sandbox.checkpoint?.crishim?.runtime_handler || undefined,
+      },
+      deps,
+    );
+    const labels = makeLabels(config.labels, config.annotations, {
+      [TYPE_LABEL]: TYPE_CONTAINER,
+      [SANDBOX_ID_LABEL]: sandbox.id,
+      [CONTAINER_NAME_LABEL]: name,
+      [POD_NAME_LABEL]: pod.name,
+      [POD_NAMESPACE_LABEL]: pod.namespace,
+      [POD_UID_LABEL]: pod.uid,
+      [ATTEMPT_LABEL]: String(attempt),
+      [CREATED_LABEL]: nowNanos(),
+      ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
+    });
+    const dockerName = containerName(name, attempt, pod);
+    const create = (n: string): Promise<Docker.Container> =>
+      deps.docker.createContainer({ ...spec, name: n, Labels: labels, abortSignal: ctx.signal });
+    let container: Docker.Container;
+    try {
+      try {
+        container = await create(dockerName);
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode !== 409) throw err;
+        ctx.log.warn('container name taken; retrying with a random suffix', { name: dockerName });
+        container = await create(withRandomSuffix(dockerName));
+      }
+    } catch (err) {
+      throw toCriError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
+    }
+    ctx.annotate({ containerId: container.id });
+    ctx.log.info('container created', { image: config.image.image });
+    return { container_id: container.id };
+  };
+}

@@ -1,0 +1,91 @@
+import { promises as fsp } from 'fs';
+import { failedPrecondition, isDockerNotFound, toCriError } from '../server/errors';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import type { LogManager } from './container-logs';
+import { findContainer, mustFindContainer } from './container-lookup';
+import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from './labels';
+import { stopQuietly } from './sandbox-stop';
+import { checkId } from './validation';
+
+/** Start, stop, remove and log reopen: the RPCs that move a container between states. */
+
+export function startContainer(deps: ServiceDeps, logs: LogManager) {
+  return async (req: RuntimeReq<'StartContainer'>, ctx: CallContext): Promise<RuntimeRes<'StartContainer'>> => {
+    const id = checkId('container_id', req.container_id);
+    const info = await mustFindContainer(deps, id);
+    ctx.annotate({ containerId: info.Id, podSandboxId: info.Config.Labels[SANDBOX_ID_LABEL] ?? '' });
+    const sandboxId = info.Config.Labels[SANDBOX_ID_LABEL];
+    if (sandboxId) {
+      const sandbox = await deps.docker.getContainer(sandboxId).inspect().catch(() => undefined);
+      if (!sandbox?.State.Running) throw failedPrecondition(`pod sandbox ${sandboxId} of container ${info.Id} is not ready`);
+    }
+    if (info.State.Running) throw failedPrecondition(`container ${info.Id} is already running`);
+    try {
+      await deps.docker.getContainer(info.Id).start({ abortSignal: ctx.signal });
+    } catch (err) {
+      throw toCriError(err, `StartContainer ${info.Id}`);
+    }
+    const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
+    if (logPath) logs.follow(info.Id, logPath, info.Config.Tty);
+    ctx.log.info('container started');
+    return {};
+  };
+}
+
+export function stopContainer(deps: ServiceDeps) {
+  return async (req: RuntimeReq<'StopContainer'>, ctx: CallContext): Promise<RuntimeRes<'StopContainer'>> => {
+    const id = checkId('container_id', req.container_id);
+    const info = await mustFindContainer(deps, id);
+    ctx.annotate({ containerId: info.Id });
+    const timeout = Number(req.timeout ?? '0');
+    try {
+      // Docker sends the image's stop signal, then SIGKILL after the timeout
+      await stopQuietly(deps, info.Id, Number.isFinite(timeout) && timeout > 0 ? timeout : 0);
+    } catch (err) {
+      throw toCriError(err, `StopContainer ${info.Id}`);
+    }
+    ctx.log.info('container stopped');
+    return {};
+  };
+}
+
+/** Removes a container, its log copier and the CRI log file crishim wrote. */
+export async function removeContainerFully(deps: ServiceDeps, logs: LogManager, id: string): Promise<void> {
+  const info = await findContainer(deps, id);
+  if (!info) return;
+  logs.stop(info.Id);
+  try {
+    await deps.docker.getContainer(info.Id).remove({ force: true, v: true });
+  } catch (err) {
+    if (!isDockerNotFound(err)) throw toCriError(err, `RemoveContainer ${info.Id}`);
+  }
+  const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
+  if (logPath) await fsp.rm(logPath, { force: true });
+}
+
+export function removeContainer(deps: ServiceDeps, logs: LogManager) {
+  return async (req: RuntimeReq<'RemoveContainer'>, ctx: CallContext): Promise<RuntimeRes<'RemoveContainer'>> => {
+    const id = checkId('container_id', req.container_id);
+    ctx.annotate({ containerId: id });
+    await removeContainerFully(deps, logs, id);
+    ctx.log.info('container removed');
+    return {};
+  };
+}
+
+export function reopenContainerLog(deps: ServiceDeps, logs: LogManager) {
+  return async (req: RuntimeReq<'ReopenContainerLog'>, ctx: CallContext): Promise<RuntimeRes<'ReopenContainerLog'>> => {
+    const id = checkId('container_id', req.container_id);
+    const info = await mustFindContainer(deps, id);
+    ctx.annotate({ containerId: info.Id });
+    if (!info.State.Running) throw failedPrecondition(`container ${info.Id} is not running`);
+    if (!logs.reopen(info.Id)) {
+      const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
+      if (!logPath) throw failedPrecondition(`container ${info.Id} has no log path`);
+      // no copier (e.g. it died): start one, which opens the file afresh
+      logs.follow(info.Id, logPath, info.Config.Tty);
+    }
+    return {};
+  };
+}

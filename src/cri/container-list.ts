@@ -1,0 +1,47 @@
+import type Docker from 'dockerode';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { containerMetadata, criState } from './container-status';
+import { CREATED_LABEL, matchesSelector, SANDBOX_ID_LABEL, splitLabels, TYPE_CONTAINER, TYPE_LABEL } from './labels';
+import { secondsToNanos } from './time';
+
+type CriContainer = NonNullable<RuntimeRes<'ListContainers'>['containers']>[number];
+type Filter = RuntimeReq<'ListContainers'>['filter'];
+
+function fromDocker(c: Docker.ContainerInfo): CriContainer {
+  const split = splitLabels(c.Labels);
+  return {
+    id: c.Id,
+    pod_sandbox_id: c.Labels[SANDBOX_ID_LABEL] ?? '',
+    metadata: containerMetadata(c.Labels, c.Names[0] ?? ''),
+    image: { image: c.Image },
+    image_ref: c.ImageID,
+    image_id: c.ImageID,
+    state: criState(c.State),
+    created_at: c.Labels[CREATED_LABEL] ?? secondsToNanos(c.Created),
+    labels: split.labels,
+    annotations: split.annotations,
+  };
+}
+
+/** All CRI containers matching a filter, from one Docker list call (filters pushed down where Docker has them). */
+export async function listContainers(deps: ServiceDeps, filter: Filter): Promise<CriContainer[]> {
+  const labels = [`${TYPE_LABEL}=${TYPE_CONTAINER}`];
+  // a full id can be pushed down to Docker; a prefix is matched below
+  if (filter?.pod_sandbox_id?.length === 64) labels.push(`${SANDBOX_ID_LABEL}=${filter.pod_sandbox_id}`);
+  const dockerFilters: Record<string, string[]> = { label: labels };
+  if (filter?.id) dockerFilters.id = [filter.id];
+  const items = (await deps.docker.listContainers({ all: true, filters: dockerFilters })).map(fromDocker);
+  return items.filter((c) => {
+    if (filter?.id && !(c.id ?? '').startsWith(filter.id)) return false;
+    if (filter?.pod_sandbox_id && !(c.pod_sandbox_id ?? '').startsWith(filter.pod_sandbox_id)) return false;
+    if (filter?.state && c.state !== filter.state.state) return false;
+    return matchesSelector(c.labels ?? {}, filter?.label_selector);
+  });
+}
+
+export function listContainersRpc(deps: ServiceDeps) {
+  return async (req: RuntimeReq<'ListContainers'>, _ctx: CallContext): Promise<RuntimeRes<'ListContainers'>> => ({
+    containers: await listContainers(deps, req.filter),
+  });
+}

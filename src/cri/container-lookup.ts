@@ -1,0 +1,21 @@
+import type Docker from 'dockerode';
+import { isDockerNotFound, notFound, toCriError } from '../server/errors';
+import type { ServiceDeps } from './deps';
+import { TYPE_CONTAINER, TYPE_LABEL } from './labels';
+
+/** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
+export async function findContainer(deps: ServiceDeps, id: string): Promise<Docker.ContainerInspectInfo | undefined> {
+  try {
+    const info = await deps.docker.getContainer(id).inspect();
+    return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
+  } catch (err) {
+    if (isDockerNotFound(err)) return undefined;
+    throw toCriError(err, `inspect container ${id}`);
+  }
+}
+
+export async function mustFindContainer(deps: ServiceDeps, id: string): Promise<Docker.ContainerInspectInfo> {
+  const info = await findContainer(deps, id);
+  if (!info) throw notFound(`container ${id}`);
+  return info;
+}

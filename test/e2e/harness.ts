@@ -1,0 +1,216 @@
+/**
+ * End-to-end harness: runs the built daemon (dist/main.js) as a child process on
+ * a temporary socket and state directory, and talks CRI to it over gRPC like the
+ * kubelet does. Needs root, a running dockerd and the images from scripts/build-images.sh.
+ */
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { promises as fsp, createWriteStream, existsSync } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as grpc from '@grpc/grpc-js';
+import Docker from 'dockerode';
+import { loadCriProto } from '../../src/server/proto';
+import type { RuntimeServiceClient } from '../../src/generated/runtime/v1/RuntimeService';
+import type { ImageServiceClient } from '../../src/generated/runtime/v1/ImageService';
+
+export const REPO = path.resolve(__dirname, '..', '..');
+export const docker = new Docker();
+export const BUSYBOX = 'crishim-test/busybox:latest';
+
+export interface CniSetup {
+  /** Bridge and subnet private to one test file, so files never share IP state. */
+  bridge: string;
+  subnet: string;
+  /** host-local's reservation directory. */
+  ipamDir: string;
+}
+
+export interface Crishim {
+  dir: string;
+  socket: string;
+  rootDir: string;
+  cniConfDir: string;
+  cniCacheDir: string;
+  cni: CniSetup;
+  logFile: string;
+  runtime: RuntimeServiceClient;
+  image: ImageServiceClient;
+  proc: ChildProcess;
+  /** Stops the daemon (SIGTERM, or SIGKILL with `kill`) and starts it again on the same state. */
+  restart(opts?: { kill?: boolean }): Promise<void>;
+  stop(opts?: { kill?: boolean }): Promise<void>;
+}
+
+/** The shipped CNI config, pointed at a per-test bridge, subnet and reservation dir. */
+export async function writeCniConfig(confDir: string, cni: CniSetup, fileName = '10-crishim.conflist'): Promise<void> {
+  const shipped = JSON.parse(await fsp.readFile(path.join(REPO, 'cni', '10-crishim.conflist'), 'utf8'));
+  for (const p of shipped.plugins) {
+    if (p.type === 'bridge') {
+      p.bridge = cni.bridge;
+      p.ipam.ranges = [[{ subnet: cni.subnet }]];
+      p.ipam.dataDir = cni.ipamDir;
+      delete p.ipam.subnet;
+    }
+  }
+  shipped.name = `crishim-${cni.bridge}`;
+  await fsp.mkdir(confDir, { recursive: true });
+  await fsp.writeFile(path.join(confDir, fileName), JSON.stringify(shipped, null, 2));
+}
+
+function waitForExit(proc: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+    proc.once('exit', () => resolve());
+  });
+}
+
+export interface StartOptions {
+  /** Extra CLI flags. */
+  args?: string[];
+  /** Third octet of 10.88.X.0/24, unique per test file. */
+  subnetIndex: number;
+  /** Write no CNI config (for NetworkReady tests). */
+  noCniConfig?: boolean;
+}
+
+export async function startCrishim(opts: StartOptions): Promise<Crishim> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-e2e-'));
+  const cni: CniSetup = {
+    bridge: `crit${opts.subnetIndex}`,
+    subnet: `10.88.${opts.subnetIndex}.0/24`,
+    ipamDir: path.join(dir, 'ipam'),
+  };
+  const socket = path.join(dir, 'crishim.sock');
+  const rootDir = path.join(dir, 'root');
+  const cniConfDir = path.join(dir, 'net.d');
+  const cniCacheDir = path.join(dir, 'cni-cache');
+  const logFile = path.join(dir, 'crishim.log');
+  await fsp.mkdir(cniConfDir, { recursive: true });
+  if (!opts.noCniConfig) await writeCniConfig(cniConfDir, cni);
+
+  const proto = loadCriProto();
+  const target = `unix://${socket}`;
+  const runtime = new proto.runtime.v1.RuntimeService(target, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+  const image = new proto.runtime.v1.ImageService(target, grpc.credentials.createInsecure()) as unknown as ImageServiceClient;
+
+  const args = [
+    path.join(REPO, 'dist', 'main.js'),
+    '--container-runtime-endpoint', target,
+    '--root-directory', rootDir,
+    '--cni-conf-dir', cniConfDir,
+    '--cni-cache-dir', cniCacheDir,
+    '--log-level', 'debug',
+    ...(opts.args ?? []),
+  ];
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const launch = async (): Promise<ChildProcess> => {
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    proc.stdout?.pipe(log, { end: false });
+    proc.stderr?.pipe(log, { end: false });
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if (proc.exitCode !== null) throw new Error(`crishim exited with ${proc.exitCode}; log: ${await fsp.readFile(logFile, 'utf8')}`);
+      if (existsSync(socket)) {
+        const ok = await new Promise<boolean>((resolve) =>
+          runtime.Version({}, { deadline: Date.now() + 2000 }, (err) => resolve(!err)),
+        );
+        if (ok) return proc;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    proc.kill('SIGKILL');
+    throw new Error(`crishim did not answer within 20s; log: ${await fsp.readFile(logFile, 'utf8')}`);
+  };
+
+  const h: Crishim = {
+    dir, socket, rootDir, cniConfDir, cniCacheDir, cni, logFile, runtime, image,
+    proc: await launch(),
+    async stop(o) {
+      h.proc.kill(o?.kill ? 'SIGKILL' : 'SIGTERM');
+      await waitForExit(h.proc);
+    },
+    async restart(o) {
+      await h.stop(o);
+      h.proc = await launch();
+    },
+  };
+  return h;
+}
+
+/** Stops the daemon, closes clients, removes the bridge it used and its temp dir. */
+export async function teardown(h: Crishim | undefined): Promise<void> {
+  if (!h) return;
+  await h.stop();
+  h.runtime.close();
+  h.image.close();
+  try {
+    execFileSync('ip', ['link', 'del', h.cni.bridge], { stdio: 'ignore' });
+  } catch {
+    /* never created */
+  }
+  await fsp.rm(h.dir, { recursive: true, force: true });
+}
+
+type Callback<Res> = (err: grpc.ServiceError | null, res?: Res) => void;
+type UnaryMethod<Req, Res> = (req: Req, meta: grpc.Metadata, opts: grpc.CallOptions, cb: Callback<Res>) => grpc.ClientUnaryCall;
+
+/** Promise form of a unary call: `await call(h.runtime, 'Version', {})`. */
+export function call<C extends grpc.Client, K extends keyof C & string>(
+  client: C,
+  method: K,
+  req: C[K] extends UnaryMethod<infer Req, infer _Res> ? Req : never,
+  timeoutMs = 120_000,
+): Promise<C[K] extends UnaryMethod<infer _Req, infer Res> ? NonNullable<Res> : never> {
+  return new Promise((resolve, reject) => {
+    const fn = client[method] as unknown as UnaryMethod<unknown, unknown>;
+    fn.call(client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
+      err ? reject(err) : resolve(res as never),
+    );
+  });
+}
+
+/** Rejection's gRPC code (fails the test if the call succeeded). */
+export async function codeOf(p: Promise<unknown>): Promise<{ code: grpc.status; details: string }> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as grpc.ServiceError;
+    return { code: e.code, details: e.details };
+  }
+  throw new Error('expected the call to fail');
+}
+
+let seq = 0;
+/** A sandbox config with unique metadata. */
+export function podConfig(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  seq += 1;
+  const uid = `${name}-${process.pid}-${Date.now()}-${seq}`;
+  return {
+    metadata: { name, namespace: 'crishim-e2e', uid, attempt: 0 },
+    hostname: name,
+    log_directory: '',
+    labels: { 'crishim-e2e': 'true', test: name },
+    annotations: { 'e2e/uid': uid },
+    ...extra,
+  };
+}
+
+export function sh(cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, { encoding: 'utf8' });
+}
+
+/** Docker containers carrying a pod uid label: what a leak check looks for. */
+export async function containersOfPod(uid: string): Promise<Docker.ContainerInfo[]> {
+  return docker.listContainers({ all: true, filters: { label: [`io.kubernetes.pod.uid=${uid}`] } });
+}
+
+/** host-local reservation files (one per IP) under a dataDir, any network. */
+export async function reservedIps(ipamDir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const net of await fsp.readdir(ipamDir).catch(() => [] as string[])) {
+    for (const f of await fsp.readdir(path.join(ipamDir, net)).catch(() => [] as string[])) {
+      if (/^\d+\.\d+\.\d+\.\d+$/.test(f)) out.push(f);
+    }
+  }
+  return out;
+}
