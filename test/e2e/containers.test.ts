@@ -1,0 +1,228 @@
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { status } from '@grpc/grpc-js';
+import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+
+jest.setTimeout(180_000);
+
+let h: Crishim;
+beforeAll(async () => {
+  h = await startCrishim({ subnetIndex: 202 });
+});
+afterAll(() => teardown(h));
+
+interface Pod {
+  id: string;
+  uid: string;
+  config: Record<string, unknown>;
+  logDir: string;
+}
+
+async function runPod(name: string): Promise<Pod> {
+  const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
+  await fsp.mkdir(logDir, { recursive: true });
+  const config = podConfig(name, { log_directory: logDir });
+  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+  return { id, uid: (config.metadata as { uid: string }).uid, config, logDir };
+}
+
+async function removePod(pod: Pod): Promise<void> {
+  await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod.id });
+  await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });
+}
+
+async function createContainer(pod: Pod, name: string, extra: Record<string, unknown>): Promise<string> {
+  const res = await call(h.runtime, 'CreateContainer', {
+    pod_sandbox_id: pod.id,
+    config: {
+      metadata: { name, attempt: 0 },
+      image: { image: BUSYBOX },
+      log_path: `${name}/0.log`,
+      labels: { container: name },
+      annotations: { 'e2e/container': name },
+      ...extra,
+    },
+    sandbox_config: pod.config,
+  });
+  return res.container_id;
+}
+
+async function waitExited(id: string, timeoutMs = 60_000): Promise<NonNullable<Awaited<ReturnType<typeof statusOf>>>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await statusOf(id);
+    if (s?.state === 'CONTAINER_EXITED') return s;
+    if (Date.now() > deadline) throw new Error(`container ${id} did not exit; state ${s?.state}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function statusOf(id: string) {
+  return (await call(h.runtime, 'ContainerStatus', { container_id: id })).status;
+}
+
+async function waitForFile(file: string, pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await fsp.readFile(file, 'utf8').catch(() => '');
+    if (pattern.test(text)) return text;
+    if (Date.now() > deadline) throw new Error(`${file} never matched ${pattern}; it holds: ${text.slice(-500)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('a two-container pod', () => {
+  it('shares the pod network, sees env and mounts, reports exit codes and writes CRI logs', async () => {
+    const pod = await runPod('twins');
+    const shared = path.join(h.dir, `shared-${Date.now()}`);
+    await fsp.mkdir(shared);
+    await fsp.writeFile(path.join(shared, 'from-host'), 'host-data\n');
+    const mounts = [{ container_path: '/data', host_path: shared }];
+
+    const server = await createContainer(pod, 'server', {
+      command: ['sh', '-c'],
+      args: ['echo "env=$GREETING"; cat /data/from-host; nc -l -p 7777 > /data/received; echo got-it'],
+      envs: [{ key: 'GREETING', value: Buffer.from('hi there') }],
+      mounts,
+    });
+    const client = await createContainer(pod, 'client', {
+      command: ['sh', '-c', 'for i in $(seq 1 100); do echo hello-pod | nc 127.0.0.1 7777 && exit 3; sleep 0.2; done; exit 1'],
+    });
+    expect((await statusOf(server))?.state).toBe('CONTAINER_CREATED');
+    await call(h.runtime, 'StartContainer', { container_id: server });
+    await call(h.runtime, 'StartContainer', { container_id: client });
+
+    // the client connected over the pod's localhost, then exited 3 on purpose
+    const clientStatus = await waitExited(client);
+    expect(clientStatus.exit_code).toBe(3);
+    expect(clientStatus.reason).toBe('Error');
+    const serverStatus = await waitExited(server);
+    expect(serverStatus.exit_code).toBe(0);
+    expect(serverStatus.reason).toBe('Completed');
+    expect(await fsp.readFile(path.join(shared, 'received'), 'utf8')).toBe('hello-pod\n');
+    expect(BigInt(serverStatus.finished_at ?? '0')).toBeGreaterThan(BigInt(serverStatus.started_at ?? '0'));
+    expect(serverStatus.mounts).toEqual([expect.objectContaining({ container_path: '/data', host_path: shared, readonly: false })]);
+    expect(serverStatus.log_path).toBe(path.join(pod.logDir, 'server', '0.log'));
+    expect(serverStatus.labels).toEqual({ container: 'server' });
+    expect(serverStatus.annotations).toEqual({ 'e2e/container': 'server' });
+    expect(serverStatus.metadata).toEqual({ name: 'server', attempt: 0 });
+    const image = await docker.getImage(BUSYBOX).inspect();
+    expect(serverStatus.image_ref).toBe(image.Id);
+
+    // CRI log format at the requested path
+    const log = await waitForFile(serverStatus.log_path ?? '', /got-it/);
+    const lines = log.trimEnd().split('\n');
+    for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z (stdout|stderr) [PF] /);
+    expect(lines.map((l) => l.split(' ').slice(3).join(' '))).toEqual(['env=hi there', 'host-data', 'got-it']);
+
+    // list filters
+    const inPod = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id } });
+    expect(inPod.containers?.map((c) => c.id).sort()).toEqual([client, server].sort());
+    const byLabel = await call(h.runtime, 'ListContainers', { filter: { label_selector: { container: 'client' } } });
+    expect(byLabel.containers?.map((c) => c.id)).toEqual([client]);
+    const exited = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id, state: { state: 'CONTAINER_RUNNING' } } });
+    expect(exited.containers).toEqual([]);
+
+    // removing the sandbox removes its containers and their logs
+    await removePod(pod);
+    expect(await containersOfPod(pod.uid)).toEqual([]);
+    await expect(fsp.stat(serverStatus.log_path ?? '')).rejects.toThrow();
+    expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: server }))).code).toBe(status.NOT_FOUND);
+  });
+});
+
+describe('container lifecycle details', () => {
+  let pod: Pod;
+  beforeAll(async () => {
+    pod = await runPod('details');
+  });
+  afterAll(async () => {
+    await removePod(pod);
+    expect(await containersOfPod(pod.uid)).toEqual([]);
+  });
+
+  it('reports OOMKilled when the memory limit is exceeded', async () => {
+    const id = await createContainer(pod, 'oom', {
+      command: ['dd', 'if=/dev/zero', 'of=/dev/null', 'bs=128M', 'count=1'],
+      linux: { resources: { memory_limit_in_bytes: String(16 * 1024 * 1024) } },
+    });
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const s = await waitExited(id);
+    expect(s.reason).toBe('OOMKilled');
+    expect(s.exit_code).toBe(137);
+    expect(s.resources?.linux?.memory_limit_in_bytes).toBe(String(16 * 1024 * 1024));
+  });
+
+  it('kills a container that ignores SIGTERM once the stop timeout passes', async () => {
+    const id = await createContainer(pod, 'stubborn', {
+      command: ['sh', '-c', "trap '' TERM; echo trapped; while true; do sleep 1; done"],
+    });
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    await waitForFile(path.join(pod.logDir, 'stubborn', '0.log'), /trapped/);
+    await call(h.runtime, 'StopContainer', { container_id: id, timeout: '2' });
+    const s = await statusOf(id);
+    expect(s?.state).toBe('CONTAINER_EXITED');
+    expect(s?.exit_code).toBe(137); // SIGKILL, not a graceful exit
+    // stopping again is fine
+    await call(h.runtime, 'StopContainer', { container_id: id, timeout: '2' });
+  });
+
+  it('keeps every log line across a rotation and ReopenContainerLog', async () => {
+    const id = await createContainer(pod, 'chatty', {
+      command: ['sh', '-c', 'i=0; while [ $i -lt 300 ]; do echo line-$i; i=$((i+1)); sleep 0.01; done; sleep 3600'],
+    });
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const file = path.join(pod.logDir, 'chatty', '0.log');
+    await waitForFile(file, /line-50\n/);
+    await fsp.rename(file, `${file}.1`);
+    await call(h.runtime, 'ReopenContainerLog', { container_id: id });
+    await waitForFile(file, /line-299\n/);
+    const all = (await fsp.readFile(`${file}.1`, 'utf8')) + (await fsp.readFile(file, 'utf8'));
+    const got = all
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(' ').slice(3).join(' '));
+    expect(got).toEqual(Array.from({ length: 300 }, (_, i) => `line-${i}`));
+    await call(h.runtime, 'StopContainer', { container_id: id, timeout: '0' });
+    // not running any more: reopening is refused
+    expect((await codeOf(call(h.runtime, 'ReopenContainerLog', { container_id: id }))).code).toBe(status.FAILED_PRECONDITION);
+  });
+
+  it('applies UpdateContainerResources through Docker', async () => {
+    const id = await createContainer(pod, 'updatable', { command: ['sleep', '3600'] });
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    await call(h.runtime, 'UpdateContainerResources', { container_id: id, linux: { cpu_shares: '256', memory_limit_in_bytes: String(64 * 1024 * 1024) } });
+    const info = await docker.getContainer(id).inspect();
+    expect(info.HostConfig.CpuShares).toBe(256);
+    expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+    expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: id }))).code).toBe(status.NOT_FOUND);
+  });
+
+  it('refuses bad container requests with the field named', async () => {
+    const noImage = await codeOf(call(h.runtime, 'CreateContainer', { pod_sandbox_id: pod.id, config: { metadata: { name: 'x' } }, sandbox_config: pod.config }));
+    expect(noImage.code).toBe(status.INVALID_ARGUMENT);
+    expect(noImage.details).toMatch(/image/);
+    const escape = await codeOf(createContainer(pod, 'escape', { log_path: '../../etc/evil.log' }));
+    expect(escape.code).toBe(status.INVALID_ARGUMENT);
+    const missing = await codeOf(createContainer(pod, 'nomount', { mounts: [{ container_path: '/x', host_path: '/no/such/path' }] }));
+    expect(missing.code).toBe(status.INVALID_ARGUMENT);
+    expect(missing.details).toMatch(/does not exist/);
+    const noSandbox = await codeOf(call(h.runtime, 'CreateContainer', { pod_sandbox_id: 'e'.repeat(64), config: { metadata: { name: 'x' }, image: { image: BUSYBOX } } }));
+    expect(noSandbox.code).toBe(status.NOT_FOUND);
+    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: 'e'.repeat(64) }))).code).toBe(status.NOT_FOUND);
+  });
+});
+
+describe('a stopped pod', () => {
+  it('cannot get new containers', async () => {
+    const pod = await runPod('stopped');
+    const id = await createContainer(pod, 'early', { command: ['sleep', '3600'] });
+    await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod.id });
+    expect((await codeOf(createContainer(pod, 'late', { command: ['true'] }))).code).toBe(status.FAILED_PRECONDITION);
+    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: id }))).code).toBe(status.FAILED_PRECONDITION);
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });
+    expect(await containersOfPod(pod.uid)).toEqual([]);
+  });
+});

@@ -1,0 +1,73 @@
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { CriLogFile, criLines, lastTimestamp } from '../../src/logging/cri-log';
+import { FrameParser, splitTimestamp } from '../../src/cri/container-logs';
+
+const TS = '2026-11-22T11:10:43.123456789Z';
+
+describe('CRI log format', () => {
+  it('marks full and partial lines', () => {
+    expect(criLines(TS, 'stdout', 'hello\n')).toBe(`${TS} stdout F hello\n`);
+    expect(criLines(TS, 'stderr', 'a\nb\npart')).toBe(`${TS} stderr F a\n${TS} stderr F b\n${TS} stderr P part\n`);
+    expect(criLines(TS, 'stdout', '\n')).toBe(`${TS} stdout F \n`);
+    expect(criLines(TS, 'stdout', '')).toBe('');
+  });
+
+  it('keeps a line longer than 16 KiB intact across partial entries', () => {
+    const big = 'x'.repeat(40_000);
+    const text = criLines(TS, 'stdout', big.slice(0, 16384)) + criLines(TS, 'stdout', big.slice(16384) + '\n');
+    const lines = text.trimEnd().split('\n');
+    expect(lines.map((l) => l.split(' ')[2])).toEqual(['P', 'F']);
+    expect(lines.map((l) => l.split(' ').slice(3).join(' ')).join('')).toBe(big);
+  });
+});
+
+describe('CRI log file', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-log-'));
+  });
+  afterEach(() => fsp.rm(dir, { recursive: true, force: true }));
+
+  it('reopens after a rotation without losing entries', async () => {
+    const file = path.join(dir, 'c', '0.log');
+    const log = new CriLogFile(file);
+    log.write(TS, 'stdout', 'one\n');
+    await fsp.rename(file, `${file}.1`);
+    log.write(TS, 'stdout', 'two\n'); // still goes to the renamed file, as with any open fd
+    log.reopen();
+    log.write(TS, 'stdout', 'three\n');
+    log.close();
+    expect(await fsp.readFile(`${file}.1`, 'utf8')).toBe(`${TS} stdout F one\n${TS} stdout F two\n`);
+    expect(await fsp.readFile(file, 'utf8')).toBe(`${TS} stdout F three\n`);
+    expect(lastTimestamp(file)).toBe(TS);
+    expect(lastTimestamp(path.join(dir, 'missing.log'))).toBeUndefined();
+  });
+});
+
+describe('docker log stream parsing', () => {
+  function frame(stream: number, text: string): Buffer {
+    const payload = Buffer.from(text);
+    const header = Buffer.alloc(8);
+    header[0] = stream;
+    header.writeUInt32BE(payload.length, 4);
+    return Buffer.concat([header, payload]);
+  }
+
+  it('reassembles frames split across chunks', () => {
+    const got: Array<[string, string]> = [];
+    const p = new FrameParser((s, b) => got.push([s, b.toString()]));
+    const all = Buffer.concat([frame(1, `${TS} out\n`), frame(2, `${TS} err\n`)]);
+    for (let i = 0; i < all.length; i += 5) p.push(all.subarray(i, i + 5));
+    expect(got).toEqual([
+      ['stdout', `${TS} out\n`],
+      ['stderr', `${TS} err\n`],
+    ]);
+  });
+
+  it('splits the timestamp Docker puts in front of each message', () => {
+    expect(splitTimestamp(`${TS} hello world\n`)).toEqual({ ts: TS, message: 'hello world\n' });
+    expect(splitTimestamp('garbage')).toBeUndefined();
+  });
+});
