@@ -61,6 +61,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     socketPath: server.socketPath,
     deps,
     async close() {
+      // event streams never end on their own: close them so shutdown is not held up
+      service.events.close();
       await server.shutdown();
       logs.closeAll();
       network.close();

@@ -4,20 +4,27 @@ import { createContainer } from './container-create';
 import { reopenContainerLog, removeContainer, removeContainerFully, startContainer, stopContainer } from './container-lifecycle';
 import { listContainersRpc } from './container-list';
 import type { LogManager } from './container-logs';
+import { createEventHub, getContainerEvents, type EventHub } from './container-events';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './container-update';
+import { checkpointUnsupported, runtimeConfig, updatePodSandboxResources, updateRuntimeConfig } from './runtime-config';
 import { status, version } from './runtime-info';
 import { listPodSandbox } from './sandbox-list';
 import { removePodSandbox } from './sandbox-remove';
 import { runPodSandbox } from './sandbox-run';
 import { podSandboxStatus } from './sandbox-status';
 import { stopPodSandbox } from './sandbox-stop';
+import { streamContainers, streamPodSandboxes } from './stream-lists';
 
 /**
  * The CRI services over Docker: composes one handler module per RPC group.
  * Every method left out answers UNIMPLEMENTED (see server/grpc-server.ts).
  */
-export function createDockerService(deps: ServiceDeps, logs: LogManager): { runtime: RuntimeImpl; image: ImageImpl } {
+export function createDockerService(
+  deps: ServiceDeps,
+  logs: LogManager,
+): { runtime: RuntimeImpl; image: ImageImpl; events: EventHub } {
+  const events = createEventHub(deps);
   const runtime: RuntimeImpl = {
     Version: version(deps),
     Status: status(deps),
@@ -34,7 +41,16 @@ export function createDockerService(deps: ServiceDeps, logs: LogManager): { runt
     ContainerStatus: containerStatus(deps),
     UpdateContainerResources: updateContainerResources(deps),
     ReopenContainerLog: reopenContainerLog(deps, logs),
+    StreamPodSandboxes: streamPodSandboxes(deps),
+    StreamContainers: streamContainers(deps),
+    GetContainerEvents: getContainerEvents(events),
+    UpdateRuntimeConfig: updateRuntimeConfig(deps),
+    RuntimeConfig: runtimeConfig(deps),
+    UpdatePodSandboxResources: updatePodSandboxResources(deps),
+    CheckpointContainer: checkpointUnsupported('CheckpointContainer'),
+    CheckpointPod: checkpointUnsupported('CheckpointPod'),
+    RestorePod: checkpointUnsupported('RestorePod'),
   };
   const image: ImageImpl = {};
-  return { runtime, image };
+  return { runtime, image, events };
 }
