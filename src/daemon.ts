@@ -6,12 +6,16 @@ import { createLogManager } from './cri/container-logs';
 import { createDockerService } from './cri/docker-service';
 import { CONTAINER_LOGPATH_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
-import { connectDocker } from './docker/client';
+import { connectDocker, instrumentDocker } from './docker/client';
 import { createEngineInfo } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
 import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
+import { isDockerUnreachable } from './server/errors';
+import { createMetrics, instrumentNetwork, startMetricsServer } from './server/metrics';
+import { listContainers } from './cri/container-list';
+import { listSandboxes } from './cri/sandbox-list';
 
 /** dockershim's value for pause containers: the pod's last process to be OOM-killed. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
@@ -29,7 +33,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     { endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey },
     logger,
   );
+  const metrics = createMetrics();
   const engine = createEngineInfo(client.api, logger);
+  instrumentDocker(client.api, (method, path, seconds, err) => {
+    metrics.observeDocker(method, path, seconds, !err);
+    // Status must say RuntimeReady=false as soon as a call finds Docker gone
+    if (err && isDockerUnreachable(err)) engine.markUnreachable((err as Error).message);
+  });
   await engine.refresh();
 
   // probed once: runc fails every container whose oom_score_adj the kernel refuses
@@ -42,20 +52,31 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   }
 
   const checkpoints = await createCheckpointStore(path.join(config.rootDirectory, 'sandbox'), logger);
-  const network = createNetworkPlugin({
+  const network = instrumentNetwork(createNetworkPlugin({
     plugin: config.networkPlugin,
     confDir: config.cniConfDir,
     binDirs: config.cniBinDirs,
     cacheDir: config.cniCacheDir,
     logger,
-  });
+  }), metrics);
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
   const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor };
   const logs = createLogManager(client.api, logger);
   await resumeLogCopies(deps, logs);
   const service = createDockerService(deps, logs);
-  const server = await startCriServer({ endpoint: config.containerRuntimeEndpoint, runtime: service.runtime, image: service.image, logger });
+  const server = await startCriServer({
+    endpoint: config.containerRuntimeEndpoint,
+    runtime: service.runtime,
+    image: service.image,
+    logger,
+    onCallDone: (method, code, seconds) => metrics.observeRpc(method, code, seconds),
+  });
+  metrics.setStateCollector(async () => {
+    const [pods, ctrs] = await Promise.all([listSandboxes(deps, null), listContainers(deps, null)]);
+    return { sandboxes: countBy(pods.map((p) => p.state)), containers: countBy(ctrs.map((c) => c.state)) };
+  });
+  const metricsServer = config.metricsBindAddress ? await startMetricsServer(config.metricsBindAddress, metrics, logger) : undefined;
 
   return {
     socketPath: server.socketPath,
@@ -64,6 +85,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       // event streams never end on their own: close them so shutdown is not held up
       service.events.close();
       await server.shutdown();
+      await metricsServer?.close();
       logs.closeAll();
       network.close();
       engine.close();
@@ -89,4 +111,13 @@ async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof create
     const info = await deps.docker.getContainer(c.Id).inspect().catch(() => undefined);
     if (info) logs.follow(c.Id, logPath, info.Config.Tty);
   }
+}
+
+function countBy(values: Array<string | number | undefined>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) {
+    const k = String(v ?? 'unknown');
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
 }

@@ -64,3 +64,36 @@ export async function connectDocker(opts: DockerEndpointOptions, logger: Logger)
     return { api: probe, apiVersion: undefined };
   }
 }
+
+interface DialOptions {
+  method?: string;
+  path?: string;
+}
+type DialCallback = (err: unknown, result?: unknown) => void;
+interface Dialer {
+  dial(options: DialOptions, callback: DialCallback): unknown;
+}
+
+/**
+ * Reports every Docker API request (method, path, seconds, success) by wrapping
+ * docker-modem's single entry point, so metrics and the benchmark's call counts
+ * see all of them without touching call sites. Also tells the engine-info cache
+ * about unreachable errors.
+ */
+export function instrumentDocker(
+  api: DockerApi,
+  onRequest: (method: string, path: string, seconds: number, err: unknown) => void,
+): void {
+  const modem = api.modem as unknown as Dialer;
+  const dial = modem.dial.bind(modem);
+  modem.dial = (options: DialOptions, callback: DialCallback): unknown => {
+    const t0 = process.hrtime.bigint();
+    return dial(options, (err: unknown, result?: unknown) => {
+      try {
+        onRequest(options.method ?? 'GET', options.path ?? '', Number(process.hrtime.bigint() - t0) / 1e9, err);
+      } finally {
+        callback(err, result);
+      }
+    });
+  };
+}
