@@ -152,7 +152,9 @@ export async function teardown(h: Crishim | undefined): Promise<void> {
 }
 
 type Callback<Res> = (err: grpc.ServiceError | null, res?: Res) => void;
-type UnaryMethod<Req, Res> = (req: Req, meta: grpc.Metadata, opts: grpc.CallOptions, cb: Callback<Res>) => grpc.ClientUnaryCall;
+/** The last overload of a generated client method, which is what `infer` sees. */
+type UnaryMethod<Req, Res> = (req: Req, cb: Callback<Res>) => grpc.ClientUnaryCall;
+type FullUnaryMethod = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: Callback<unknown>) => grpc.ClientUnaryCall;
 
 /** Promise form of a unary call: `await call(h.runtime, 'Version', {})`. */
 export function call<C extends grpc.Client, K extends keyof C & string>(
@@ -162,7 +164,7 @@ export function call<C extends grpc.Client, K extends keyof C & string>(
   timeoutMs = 120_000,
 ): Promise<C[K] extends UnaryMethod<infer _Req, infer Res> ? NonNullable<Res> : never> {
   return new Promise((resolve, reject) => {
-    const fn = client[method] as unknown as UnaryMethod<unknown, unknown>;
+    const fn = client[method] as unknown as FullUnaryMethod;
     fn.call(client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
       err ? reject(err) : resolve(res as never),
     );
