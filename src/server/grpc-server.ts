@@ -78,9 +78,11 @@ function makeContext(
   call.on('cancelled', onCancel);
   let timer: NodeJS.Timeout | undefined;
   const deadline = call.getDeadline();
-  const ms = deadline instanceof Date ? deadline.getTime() - Date.now() : Number(deadline);
-  if (Number.isFinite(ms) && ms > 0) {
-    timer = setTimeout(() => ac.abort(new CriError(grpc.status.DEADLINE_EXCEEDED, `${method} deadline exceeded`)), ms);
+  // a grpc Deadline is absolute (Date or epoch ms); Infinity means none
+  const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
+  if (Number.isFinite(ms)) {
+    // setTimeout cannot wait longer than 2^31-1 ms
+    timer = setTimeout(() => ac.abort(new CriError(grpc.status.DEADLINE_EXCEEDED, `${method} deadline exceeded`)), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
   }
   const ctx: CallContext = {
     signal: ac.signal,
