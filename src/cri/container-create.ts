@@ -51,17 +51,23 @@ export function createContainer(deps: ServiceDeps) {
       },
       deps,
     );
-    const labels = makeLabels(config.labels, config.annotations, {
-      [TYPE_LABEL]: TYPE_CONTAINER,
-      [SANDBOX_ID_LABEL]: sandbox.id,
-      [CONTAINER_NAME_LABEL]: name,
-      [POD_NAME_LABEL]: pod.name,
-      [POD_NAMESPACE_LABEL]: pod.namespace,
-      [POD_UID_LABEL]: pod.uid,
-      [ATTEMPT_LABEL]: String(attempt),
-      [CREATED_LABEL]: nowNanos(),
-      ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
-    });
+    const labels = makeLabels(
+      config.labels,
+      config.annotations,
+      {
+        [TYPE_LABEL]: TYPE_CONTAINER,
+        [SANDBOX_ID_LABEL]: sandbox.id,
+        [ATTEMPT_LABEL]: String(attempt),
+        [CREATED_LABEL]: nowNanos(),
+        ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
+      },
+      {
+        [CONTAINER_NAME_LABEL]: name,
+        [POD_NAME_LABEL]: pod.name,
+        [POD_NAMESPACE_LABEL]: pod.namespace,
+        [POD_UID_LABEL]: pod.uid,
+      },
+    );
     const dockerName = containerName(name, attempt, pod);
     const create = (n: string): Promise<Docker.Container> =>
       deps.docker.createContainer({ ...spec, name: n, Labels: labels, abortSignal: ctx.signal });

@@ -19,17 +19,32 @@ export const CREATED_LABEL = 'io.crishim.created';
 /** CRI annotations travel as labels with this prefix (Docker has no annotations). */
 export const ANNOTATION_PREFIX = 'annotation.';
 
-/** Labels crishim owns; never reported back as CRI labels. */
-const INTERNAL = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL]);
+/**
+ * crishim's own: which of the pod/container identity labels crishim added itself
+ * (the kubelet usually sends them as CRI labels; other clients do not), so that
+ * exactly the client's labels are reported back.
+ */
+export const IMPLICIT_LABEL = 'io.crishim.implicit-labels';
 
-/** Builds the Docker label map from CRI labels, annotations and our own keys. */
+/** Labels crishim owns; never reported back as CRI labels. */
+const INTERNAL = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL]);
+
+/**
+ * Builds the Docker label map from CRI labels, annotations, our private keys
+ * (`internal`, always set) and the identity labels tooling expects (`identity`,
+ * set when the client did not send them, and then hidden from CRI answers).
+ */
 export function makeLabels(
   criLabels: Record<string, string>,
   annotations: Record<string, string>,
   internal: Record<string, string>,
+  identity: Record<string, string> = {},
 ): Record<string, string> {
   const out: Record<string, string> = { ...criLabels };
   for (const [k, v] of Object.entries(annotations)) out[ANNOTATION_PREFIX + k] = v;
+  const implicit = Object.keys(identity).filter((k) => !(k in criLabels));
+  for (const k of implicit) out[k] = identity[k];
+  if (implicit.length > 0) out[IMPLICIT_LABEL] = implicit.join(',');
   return Object.assign(out, internal);
 }
 
@@ -39,9 +54,10 @@ export function splitLabels(labels: Record<string, string> | undefined): {
   annotations: Record<string, string>;
 } {
   const out = { labels: {} as Record<string, string>, annotations: {} as Record<string, string> };
+  const implicit = new Set((labels?.[IMPLICIT_LABEL] ?? '').split(',').filter(Boolean));
   for (const [k, v] of Object.entries(labels ?? {})) {
     if (k.startsWith(ANNOTATION_PREFIX)) out.annotations[k.slice(ANNOTATION_PREFIX.length)] = v;
-    else if (!INTERNAL.has(k)) out.labels[k] = v;
+    else if (!INTERNAL.has(k) && !implicit.has(k)) out.labels[k] = v;
   }
   return out;
 }

@@ -170,14 +170,12 @@ export function runPodSandbox(deps: ServiceDeps) {
 
     // (b) the pause container
     const createdAt = nowNanos();
-    const labels = makeLabels(config.labels, config.annotations, {
-      [TYPE_LABEL]: TYPE_SANDBOX,
-      [POD_NAME_LABEL]: meta.name,
-      [POD_NAMESPACE_LABEL]: meta.namespace,
-      [POD_UID_LABEL]: meta.uid,
-      [ATTEMPT_LABEL]: String(meta.attempt),
-      [CREATED_LABEL]: createdAt,
-    });
+    const labels = makeLabels(
+      config.labels,
+      config.annotations,
+      { [TYPE_LABEL]: TYPE_SANDBOX, [ATTEMPT_LABEL]: String(meta.attempt), [CREATED_LABEL]: createdAt },
+      { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
+    );
     const container = await step('create pause container', () =>
       createPauseContainer(deps, ctx, {
         name: sandboxName(meta),

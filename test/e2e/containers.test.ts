@@ -118,7 +118,7 @@ describe('a two-container pod', () => {
     // list filters
     const inPod = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id } });
     expect(inPod.containers?.map((c) => c.id).sort()).toEqual([client, server].sort());
-    const byLabel = await call(h.runtime, 'ListContainers', { filter: { label_selector: { container: 'client' } } });
+    const byLabel = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id, label_selector: { container: 'client' } } });
     expect(byLabel.containers?.map((c) => c.id)).toEqual([client]);
     const exited = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id, state: { state: 'CONTAINER_RUNNING' } } });
     expect(exited.containers).toEqual([]);

@@ -39,3 +39,12 @@ describe('labels', () => {
     expect(matchesSelector({}, undefined)).toBe(true);
   });
 });
+
+describe('identity labels', () => {
+  it('adds pod identity labels the client did not send, and hides only those', () => {
+    const docker = makeLabels({ app: 'x', 'io.kubernetes.pod.name': 'from-kubelet' }, {}, {}, { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1' });
+    expect(docker['io.kubernetes.pod.name']).toBe('from-kubelet');
+    expect(docker['io.kubernetes.pod.uid']).toBe('u1');
+    expect(splitLabels(docker).labels).toEqual({ app: 'x', 'io.kubernetes.pod.name': 'from-kubelet' });
+  });
+});
