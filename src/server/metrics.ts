@@ -16,10 +16,11 @@ export interface Metrics {
 
 /** `/containers/3f2a.../json` -> `/containers/{id}/json`, so label values stay bounded. */
 export function dockerRoute(path: string): string {
-  return path
-    .replace(/^\/v[0-9.]+/, '')
-    .split('?')[0]
-    .replace(/\/(containers|images|exec|networks|volumes)\/[^/]+/, '/$1/{id}');
+  const p = path.replace(/^\/v[0-9.]+/, '').split('?')[0];
+  // image names contain slashes: everything before the verb is the name
+  const image = /^\/images\/(.+?)(\/(json|history|push|tag|get))?$/.exec(p);
+  if (image && !['json', 'create', 'prune', 'load', 'search'].includes(image[1])) return `/images/{id}${image[2] ?? ''}`;
+  return p.replace(/\/(containers|exec|networks|volumes)\/(?!(?:json|create|prune)$)[^/]+/, '/$1/{id}');
 }
 
 export function createMetrics(): Metrics {
