@@ -27,6 +27,21 @@ export interface CriServer {
 /** RPCs that only read state: logged at debug, since the kubelet polls them constantly. */
 const READ_ONLY = /^(Version|Status|List|Stream|.*Status$|.*Stats$|ImageFsInfo|RuntimeConfig|GetContainerEvents|ListMetricDescriptors)/;
 
+/** First fd systemd passes (SD_LISTEN_FDS_START). */
+const SD_LISTEN_FDS_START = 3;
+
+/**
+ * The listening socket systemd handed over (`fd://`), per sd_listen_fds(3):
+ * LISTEN_PID must name us and LISTEN_FDS count at least one fd.
+ */
+export function activatedFd(env: NodeJS.ProcessEnv = process.env, pid = process.pid): number {
+  const fds = Number(env.LISTEN_FDS ?? '0');
+  if (env.LISTEN_PID !== String(pid) || !Number.isInteger(fds) || fds < 1) {
+    throw new Error('--container-runtime-endpoint fd:// needs socket activation (LISTEN_PID/LISTEN_FDS from systemd), but none was passed');
+  }
+  return SD_LISTEN_FDS_START;
+}
+
 export function socketPathOf(endpoint: string): string {
   if (endpoint.startsWith('unix://')) return endpoint.slice('unix://'.length);
   if (endpoint.startsWith('unix:')) return endpoint.slice('unix:'.length);
@@ -216,8 +231,48 @@ export function createGrpcServer(opts: CriServerOptions): grpc.Server {
   return server;
 }
 
-/** Binds the CRI services on a Unix socket (mode 0660) and starts serving. */
+/** Lets in-flight calls finish for up to `graceMs`, then cuts the rest. */
+function gracefulShutdown(server: grpc.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}
+
+/** Serves on a listening socket systemd passed us: grpc-js takes each accepted connection. */
+async function startActivated(opts: CriServerOptions): Promise<CriServer> {
+  const fd = activatedFd();
+  // the fds must not leak into children (plugins, nsenter)
+  delete process.env.LISTEN_FDS;
+  delete process.env.LISTEN_PID;
+  delete process.env.LISTEN_FDNAMES;
+  const server = createGrpcServer(opts);
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const listener = net.createServer((conn) => injector.injectConnection(conn));
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen({ fd }, () => resolve());
+  });
+  opts.logger.info('CRI server listening on the socket-activated fd', { fd });
+  return {
+    socketPath: `fd://${fd}`,
+    async shutdown(graceMs = 10_000) {
+      listener.close();
+      await gracefulShutdown(server, graceMs);
+      injector.destroy();
+    },
+  };
+}
+
+/** Binds the CRI services on a Unix socket (mode 0660), or a systemd-passed fd, and starts serving. */
 export async function startCriServer(opts: CriServerOptions): Promise<CriServer> {
+  if (opts.endpoint.startsWith('fd://')) return startActivated(opts);
   const socketPath = socketPathOf(opts.endpoint);
   await prepareSocket(socketPath, opts.logger);
   const server = createGrpcServer(opts);
@@ -231,16 +286,7 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
   return {
     socketPath,
     async shutdown(graceMs = 10_000) {
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
+      await gracefulShutdown(server, graceMs);
       try {
         fs.unlinkSync(socketPath);
       } catch {
