@@ -23,6 +23,8 @@ export interface Config {
   logFormat: LogFormat;
   /** A pull that reports no progress for this long is cancelled. */
   imagePullProgressDeadlineSeconds: number;
+  /** `--version`: print versions (ours, CRI, Docker API in use) and exit. */
+  printVersion?: boolean;
 }
 
 export const VERSION = '0.1.0';
@@ -68,10 +70,10 @@ export function buildCli(): Command {
   const d = DEFAULTS;
   return new Command('crishim')
     .description('Kubernetes CRI v1 runtime service on top of the Docker Engine')
-    .version(`crishim ${VERSION} (CRI ${CRI_VERSION})`, '--version', 'print the version and exit')
     .helpOption('-h, --help', 'show the flags and their defaults')
     .allowExcessArguments(false)
-    .addOption(new Option('--container-runtime-endpoint <endpoint>', 'CRI socket to serve on (unix:///path)').default(d.containerRuntimeEndpoint))
+    .addOption(new Option('--version', 'print crishim, CRI and Docker API versions and exit'))
+    .addOption(new Option('--container-runtime-endpoint <endpoint>', 'CRI socket to serve on (unix:///path, or fd:// under systemd socket activation)').default(d.containerRuntimeEndpoint))
     .addOption(new Option('--docker-endpoint <endpoint>', 'Docker Engine endpoint (unix:///path or tcp://host:port); DOCKER_HOST when empty').default(d.dockerEndpoint))
     .addOption(new Option('--docker-tls-ca <file>', 'CA certificate for a TLS Docker endpoint'))
     .addOption(new Option('--docker-tls-cert <file>', 'client certificate for a TLS Docker endpoint'))
@@ -112,6 +114,7 @@ interface CliOptions {
   logLevel: string;
   logFormat: LogFormat;
   imagePullProgressDeadline: number;
+  version?: boolean;
 }
 
 /** Parses argv (without node and script) into a Config; throws a commander error on bad flags. */
@@ -139,5 +142,6 @@ export function parseConfig(argv: string[], cli: Command = buildCli()): Config {
     logLevel: o.logLevel,
     logFormat: o.logFormat,
     imagePullProgressDeadlineSeconds: o.imagePullProgressDeadline,
+    printVersion: o.version === true,
   };
 }

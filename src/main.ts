@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
-import { parseConfig } from './config';
+import { CRI_VERSION, parseConfig, VERSION, type Config } from './config';
+import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
 import { createLogger, setRootLogger } from './logging/logger';
 
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel, config.logFormat);
   setRootLogger(logger);
+  if (config.printVersion) return printVersion(config);
 
   // a bug in one request must never take the node's runtime down
   process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { error: String(reason) }));
@@ -38,6 +40,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** Versions an operator needs in a bug report, including the Docker API version negotiated now. */
+async function printVersion(config: Config): Promise<void> {
+  const quiet = createLogger('error', 'text');
+  const client = await connectDocker({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }, quiet);
+  process.stdout.write(
+    `crishim ${VERSION}\nCRI API ${CRI_VERSION}\nDocker API ${client.apiVersion ?? 'unknown (docker unreachable)'}\n`,
+  );
 }
 
 main().catch((err: unknown) => {
