@@ -8,7 +8,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 # dpkg -s, not `command -v`: a docker client alone (as some images ship) is not an engine
 need_pkgs=()
 for pkg in docker.io containernetworking-plugins busybox-static gcc libc6-dev iproute2 iptables \
-           util-linux iputils-ping docker-registry systemd; do
+           util-linux iputils-ping docker-registry systemd apache2-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

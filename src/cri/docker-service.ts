@@ -5,6 +5,7 @@ import { reopenContainerLog, removeContainer, removeContainerFully, startContain
 import { listContainersRpc } from './container-list';
 import type { LogManager } from './container-logs';
 import { createEventHub, getContainerEvents, type EventHub } from './container-events';
+import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './container-update';
 import { checkpointUnsupported, runtimeConfig, updatePodSandboxResources, updateRuntimeConfig } from './runtime-config';
@@ -51,6 +52,6 @@ export function createDockerService(
     CheckpointPod: checkpointUnsupported('CheckpointPod'),
     RestorePod: checkpointUnsupported('RestorePod'),
   };
-  const image: ImageImpl = {};
+  const image: ImageImpl = imageHandlers(deps);
   return { runtime, image, events };
 }
