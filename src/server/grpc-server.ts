@@ -3,6 +3,7 @@ import * as net from 'net';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../logging/logger';
+import { withAuthorityFix } from './authority-fix';
 import { CriError, toCriError } from './errors';
 import { loadCriProto, MAX_MESSAGE_BYTES } from './proto';
 import type { CallContext, ImageImpl, RuntimeImpl, StreamImpl, UnaryImpl } from './rpc';
@@ -245,53 +246,41 @@ function gracefulShutdown(server: grpc.Server, graceMs: number): Promise<void> {
   });
 }
 
-/** Serves on a listening socket systemd passed us: grpc-js takes each accepted connection. */
-async function startActivated(opts: CriServerOptions): Promise<CriServer> {
-  const fd = activatedFd();
-  // the fds must not leak into children (plugins, nsenter)
-  delete process.env.LISTEN_FDS;
-  delete process.env.LISTEN_PID;
-  delete process.env.LISTEN_FDNAMES;
+/**
+ * Serves on a Unix socket we bind (mode 0660) or on the listening fd systemd
+ * passed (`fd://`). Either way we accept connections ourselves and hand them to
+ * grpc-js, so the :authority shim (authority-fix.ts) can sit in between.
+ */
+export async function startCriServer(opts: CriServerOptions): Promise<CriServer> {
+  const activated = opts.endpoint.startsWith('fd://');
+  const socketPath = activated ? `fd://${SD_LISTEN_FDS_START}` : socketPathOf(opts.endpoint);
+  let fd: number | undefined;
+  if (activated) {
+    fd = activatedFd();
+    // the fds must not leak into children (plugins, nsenter)
+    delete process.env.LISTEN_FDS;
+    delete process.env.LISTEN_PID;
+    delete process.env.LISTEN_FDNAMES;
+  } else {
+    await prepareSocket(socketPath, opts.logger);
+  }
   const server = createGrpcServer(opts);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const listener = net.createServer((conn) => injector.injectConnection(conn));
+  const listener = net.createServer((conn) => injector.injectConnection(withAuthorityFix(conn)));
   await new Promise<void>((resolve, reject) => {
-    listener.once('error', reject);
-    listener.listen({ fd }, () => resolve());
+    listener.once('error', (err) => reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)));
+    if (fd !== undefined) listener.listen({ fd }, () => resolve());
+    else listener.listen(socketPath, () => resolve());
   });
-  opts.logger.info('CRI server listening on the socket-activated fd', { fd });
+  if (!activated) fs.chmodSync(socketPath, 0o660);
+  opts.logger.info(activated ? 'CRI server listening on the socket-activated fd' : 'CRI server listening', { socket: socketPath });
   return {
-    socketPath: `fd://${fd}`,
+    socketPath,
     async shutdown(graceMs = 10_000) {
       listener.close();
       await gracefulShutdown(server, graceMs);
       injector.destroy();
-    },
-  };
-}
-
-/** Binds the CRI services on a Unix socket (mode 0660), or a systemd-passed fd, and starts serving. */
-export async function startCriServer(opts: CriServerOptions): Promise<CriServer> {
-  if (opts.endpoint.startsWith('fd://')) return startActivated(opts);
-  const socketPath = socketPathOf(opts.endpoint);
-  await prepareSocket(socketPath, opts.logger);
-  const server = createGrpcServer(opts);
-  await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err, port) =>
-      err ? reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)) : resolve(port),
-    ),
-  );
-  fs.chmodSync(socketPath, 0o660);
-  opts.logger.info('CRI server listening', { socket: socketPath });
-  return {
-    socketPath,
-    async shutdown(graceMs = 10_000) {
-      await gracefulShutdown(server, graceMs);
-      try {
-        fs.unlinkSync(socketPath);
-      } catch {
-        /* already gone */
-      }
+      if (!activated) fs.rmSync(socketPath, { force: true });
     },
   };
 }

@@ -1,0 +1,150 @@
+import { Duplex } from 'stream';
+import type * as net from 'net';
+import * as hpack from 'hpack.js';
+
+/**
+ * Older gRPC clients (grpc-go before the kubelet's 1.26 fix, so crictl/critest
+ * 1.26 and older kubelets) send the Unix socket path as HTTP/2 `:authority`.
+ * Node's HTTP/2 stack (nghttp2) rejects such a header with PROTOCOL_ERROR before
+ * grpc-js sees the call. This shim sits between the socket and grpc-js: it
+ * re-encodes each request header block with `:authority: localhost` when the
+ * client's value is not a valid authority; every other byte passes unchanged.
+ */
+
+const PREFACE_LENGTH = 24;
+const FRAME_HEADER = 9;
+const HEADERS = 0x1;
+const CONTINUATION = 0x9;
+const END_STREAM = 0x1;
+const END_HEADERS = 0x4;
+const PADDED = 0x8;
+const PRIORITY = 0x20;
+/** HTTP/2's default SETTINGS_HEADER_TABLE_SIZE and SETTINGS_MAX_FRAME_SIZE, which Node keeps. */
+const TABLE_SIZE = 4096;
+const MAX_FRAME = 16384;
+
+const VALID_AUTHORITY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%[\]]*$/;
+
+function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const h = Buffer.alloc(FRAME_HEADER);
+  h.writeUIntBE(payload.length, 0, 3);
+  h[3] = type;
+  h[4] = flags;
+  h.writeUInt32BE(streamId & 0x7fffffff, 5);
+  return Buffer.concat([h, payload]);
+}
+
+/** Rewrites the client-to-server byte stream of one HTTP/2 connection. */
+export class AuthorityRewriter {
+  private buf: Buffer = Buffer.alloc(0);
+  private prefaceDone = false;
+  private readonly decoder = hpack.decompressor.create({ table: { size: TABLE_SIZE } });
+  private readonly encoder = hpack.compressor.create({ table: { size: TABLE_SIZE } });
+  private pending?: { streamId: number; flags: number; priority?: Buffer; block: Buffer[] };
+
+  /** Feeds bytes from the client; returns the bytes to hand to the server. */
+  push(chunk: Buffer): Buffer {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    const out: Buffer[] = [];
+    if (!this.prefaceDone) {
+      if (this.buf.length < PREFACE_LENGTH) return Buffer.alloc(0);
+      out.push(this.buf.subarray(0, PREFACE_LENGTH));
+      this.buf = this.buf.subarray(PREFACE_LENGTH);
+      this.prefaceDone = true;
+    }
+    while (this.buf.length >= FRAME_HEADER) {
+      const length = this.buf.readUIntBE(0, 3);
+      if (this.buf.length < FRAME_HEADER + length) break;
+      const type = this.buf[3];
+      const flags = this.buf[4];
+      const streamId = this.buf.readUInt32BE(5) & 0x7fffffff;
+      const raw = this.buf.subarray(0, FRAME_HEADER + length);
+      let payload = raw.subarray(FRAME_HEADER);
+      this.buf = this.buf.subarray(FRAME_HEADER + length);
+      if (type === HEADERS) {
+        let priority: Buffer | undefined;
+        if (flags & PADDED) {
+          const pad = payload[0];
+          payload = payload.subarray(1, payload.length - pad);
+        }
+        if (flags & PRIORITY) {
+          priority = payload.subarray(0, 5);
+          payload = payload.subarray(5);
+        }
+        this.pending = { streamId, flags, priority, block: [Buffer.from(payload)] };
+        if (flags & END_HEADERS) out.push(this.flush());
+      } else if (type === CONTINUATION && this.pending) {
+        this.pending.block.push(Buffer.from(payload));
+        if (flags & END_HEADERS) out.push(this.flush());
+      } else {
+        out.push(raw);
+      }
+    }
+    return out.length === 1 ? out[0] : Buffer.concat(out);
+  }
+
+  private flush(): Buffer {
+    const p = this.pending;
+    this.pending = undefined;
+    if (!p) return Buffer.alloc(0);
+    this.decoder.write(Buffer.concat(p.block));
+    this.decoder.execute();
+    const headers: hpack.Header[] = [];
+    for (let h = this.decoder.read(); h !== null; h = this.decoder.read()) {
+      const header = h as hpack.Header;
+      if (header.name === ':authority' && !VALID_AUTHORITY.test(header.value)) header.value = 'localhost';
+      headers.push({ name: header.name, value: header.value, neverIndex: header.neverIndex, huffman: true });
+    }
+    this.encoder.write(headers);
+    const chunks: Buffer[] = [];
+    for (let c = this.encoder.read(); c !== null; c = this.encoder.read()) chunks.push(c as Buffer);
+    let block = Buffer.concat(chunks);
+    const frames: Buffer[] = [];
+    const firstRoom = MAX_FRAME - (p.priority ? 5 : 0);
+    const first = block.subarray(0, firstRoom);
+    block = block.subarray(first.length);
+    const flags = (p.flags & END_STREAM) | (p.priority ? PRIORITY : 0) | (block.length === 0 ? END_HEADERS : 0);
+    frames.push(frame(HEADERS, flags, p.streamId, p.priority ? Buffer.concat([p.priority, first]) : first));
+    while (block.length > 0) {
+      const part = block.subarray(0, MAX_FRAME);
+      block = block.subarray(part.length);
+      frames.push(frame(CONTINUATION, block.length === 0 ? END_HEADERS : 0, p.streamId, part));
+    }
+    return Buffer.concat(frames);
+  }
+}
+
+/** Wraps an accepted connection so grpc-js reads the rewritten request stream. */
+export function withAuthorityFix(socket: net.Socket): Duplex {
+  const rewriter = new AuthorityRewriter();
+  const duplex = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _enc, cb) {
+      socket.write(chunk, cb);
+    },
+    final(cb) {
+      socket.end(cb);
+    },
+    destroy(err, cb) {
+      socket.destroy(err ?? undefined);
+      cb(err);
+    },
+  });
+  socket.on('data', (chunk: Buffer) => {
+    let out: Buffer;
+    try {
+      out = rewriter.push(chunk);
+    } catch (err) {
+      // undecodable headers: the connection is unusable either way
+      socket.destroy(err as Error);
+      return;
+    }
+    if (out.length > 0 && !duplex.push(out)) socket.pause();
+  });
+  socket.on('end', () => duplex.push(null));
+  socket.on('error', (err) => duplex.destroy(err));
+  socket.on('close', () => duplex.destroy());
+  return duplex;
+}

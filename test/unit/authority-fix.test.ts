@@ -1,0 +1,89 @@
+import * as hpack from 'hpack.js';
+import { AuthorityRewriter } from '../../src/server/authority-fix';
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+function encode(headers: hpack.Header[], enc = hpack.compressor.create({ table: { size: 4096 } })): Buffer {
+  enc.write(headers);
+  const out: Buffer[] = [];
+  for (let c = enc.read(); c !== null; c = enc.read()) out.push(c as Buffer);
+  return Buffer.concat(out);
+}
+
+function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+  const h = Buffer.alloc(9);
+  h.writeUIntBE(payload.length, 0, 3);
+  h[3] = type;
+  h[4] = flags;
+  h.writeUInt32BE(stream, 5);
+  return Buffer.concat([h, payload]);
+}
+
+/** Splits a byte stream back into frames and decodes every header block. */
+function parse(bytes: Buffer): Array<{ type: number; flags: number; stream: number; headers?: hpack.Header[]; payload: Buffer }> {
+  const dec = hpack.decompressor.create({ table: { size: 4096 } });
+  const frames = [];
+  let rest = bytes;
+  while (rest.length >= 9) {
+    const len = rest.readUIntBE(0, 3);
+    const f = { type: rest[3], flags: rest[4], stream: rest.readUInt32BE(5), payload: rest.subarray(9, 9 + len) } as { type: number; flags: number; stream: number; headers?: hpack.Header[]; payload: Buffer };
+    if (f.type === 1) {
+      dec.write(f.payload);
+      dec.execute();
+      f.headers = [];
+      for (let h = dec.read(); h !== null; h = dec.read()) f.headers.push(h as hpack.Header);
+    }
+    frames.push(f);
+    rest = rest.subarray(9 + len);
+  }
+  return frames;
+}
+
+describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
+  it('replaces a socket-path authority, keeps the rest, passes other frames through', () => {
+    const client = hpack.compressor.create({ table: { size: 4096 } });
+    const reqHeaders = (authority: string): hpack.Header[] => [
+      { name: ':method', value: 'POST' },
+      { name: ':scheme', value: 'http' },
+      { name: ':path', value: '/runtime.v1.RuntimeService/Version' },
+      { name: ':authority', value: authority },
+      { name: 'content-type', value: 'application/grpc' },
+    ];
+    const settings = frame(4, 0, 0, Buffer.alloc(0));
+    const h1 = frame(1, 0x4, 1, encode(reqHeaders('/run/crishim/crishim.sock'), client));
+    const data = frame(0, 0x1, 1, Buffer.from([0, 0, 0, 0, 0]));
+    // a second request on the same connection uses the client's dynamic table
+    const h2 = frame(1, 0x4 | 0x1, 3, encode(reqHeaders('/run/crishim/crishim.sock'), client));
+    const input = Buffer.concat([PREFACE, settings, h1, data, h2]);
+
+    const r = new AuthorityRewriter();
+    // byte-by-byte feeding must not matter
+    const out = Buffer.concat([...input].map((b) => r.push(Buffer.from([b]))));
+    expect(out.subarray(0, 24)).toEqual(PREFACE);
+    const frames = parse(out.subarray(24));
+    expect(frames.map((f) => [f.type, f.stream])).toEqual([[4, 0], [1, 1], [0, 1], [1, 3]]);
+    for (const f of frames.filter((x) => x.type === 1)) {
+      expect(f.headers?.find((h) => h.name === ':authority')?.value).toBe('localhost');
+      expect(f.headers?.find((h) => h.name === ':path')?.value).toBe('/runtime.v1.RuntimeService/Version');
+      expect(f.flags & 0x4).toBe(0x4);
+    }
+    expect(frames[3].flags & 0x1).toBe(0x1); // END_STREAM kept
+    expect(frames[2].payload).toEqual(Buffer.from([0, 0, 0, 0, 0]));
+  });
+
+  it('leaves a valid authority alone and joins CONTINUATION frames', () => {
+    const block = encode([
+      { name: ':method', value: 'POST' },
+      { name: ':authority', value: 'localhost' },
+      { name: 'x-big', value: 'v'.repeat(100) },
+    ]);
+    const input = Buffer.concat([PREFACE, frame(1, 0, 5, block.subarray(0, 10)), frame(9, 0x4, 5, block.subarray(10))]);
+    const frames = parse(new AuthorityRewriter().push(input).subarray(24));
+    expect(frames).toHaveLength(1);
+    expect(frames[0].headers?.map((h) => [h.name, h.value])).toEqual([
+      [':method', 'POST'],
+      [':authority', 'localhost'],
+      ['x-big', 'v'.repeat(100)],
+    ]);
+  });
+});
