@@ -5,6 +5,7 @@ import { reopenContainerLog, removeContainer, removeContainerFully, startContain
 import { listContainersRpc } from './container-list';
 import type { LogManager } from './container-logs';
 import { createEventHub, getContainerEvents, type EventHub } from './container-events';
+import { execSync } from './exec-sync';
 import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './container-update';
@@ -42,6 +43,7 @@ export function createDockerService(
     ContainerStatus: containerStatus(deps),
     UpdateContainerResources: updateContainerResources(deps),
     ReopenContainerLog: reopenContainerLog(deps, logs),
+    ExecSync: execSync(deps),
     StreamPodSandboxes: streamPodSandboxes(deps),
     StreamContainers: streamContainers(deps),
     GetContainerEvents: getContainerEvents(events),
