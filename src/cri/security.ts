@@ -9,7 +9,8 @@ export interface ProfileLike {
 
 /**
  * Docker `--security-opt seccomp=...` for a CRI profile. The structured field wins
- * over the deprecated path string; nothing set means Docker's default profile.
+ * over the deprecated path string. Nothing set means unconfined, as Kubernetes
+ * defines it (the kubelet sends RuntimeDefault explicitly when it wants it).
  */
 export function seccompSecurityOpt(profile: ProfileLike | null | undefined, legacyPath: string | undefined): string[] {
   if (profile) {
@@ -23,8 +24,8 @@ export function seccompSecurityOpt(profile: ProfileLike | null | undefined, lega
     }
   }
   const p = legacyPath ?? '';
-  if (!p || p === 'runtime/default' || p === 'docker/default') return [];
-  if (p === 'unconfined') return ['seccomp=unconfined'];
+  if (p === 'runtime/default' || p === 'docker/default') return [];
+  if (!p || p === 'unconfined') return ['seccomp=unconfined'];
   if (p.startsWith('localhost/')) return [`seccomp=${readProfile(p.slice('localhost/'.length))}`];
   throw invalidArgument(`unknown seccomp profile ${JSON.stringify(p)}`);
 }
