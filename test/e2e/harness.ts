@@ -71,6 +71,8 @@ export interface StartOptions {
   subnetIndex: number;
   /** Write no CNI config (for NetworkReady tests). */
   noCniConfig?: boolean;
+  /** Extra environment for the daemon (jest's process.env is not what spawn passes on by default). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export async function startCrishim(opts: StartOptions): Promise<Crishim> {
@@ -104,7 +106,7 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
   ];
   const log = createWriteStream(logFile, { flags: 'a' });
   const launch = async (): Promise<ChildProcess> => {
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
     proc.stdout?.pipe(log, { end: false });
     proc.stderr?.pipe(log, { end: false });
     const deadline = Date.now() + 20_000;

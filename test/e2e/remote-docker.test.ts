@@ -102,14 +102,7 @@ describe('a remote Docker endpoint', () => {
   });
 
   it('honours DOCKER_HOST when the flag is absent', async () => {
-    const saved = process.env.DOCKER_HOST;
-    process.env.DOCKER_HOST = `tcp://127.0.0.1:${port}`;
-    try {
-      h = await startCrishim({ subnetIndex: 206 });
-    } finally {
-      if (saved === undefined) delete process.env.DOCKER_HOST;
-      else process.env.DOCKER_HOST = saved;
-    }
+    h = await startCrishim({ subnetIndex: 206, env: { DOCKER_HOST: `tcp://127.0.0.1:${port}` } });
     await runAndCheck(h);
   });
 });
