@@ -1,0 +1,96 @@
+import { promises as fsp } from 'fs';
+import * as http from 'http';
+import * as path from 'path';
+import { call, podConfig, startCrishim, teardown, type Crishim } from './harness';
+
+jest.setTimeout(120_000);
+
+async function scrape(h: Crishim): Promise<string> {
+  const log = await fsp.readFile(h.logFile, 'utf8');
+  const port = /"address":"127\.0\.0\.1:(\d+)"|address="127\.0\.0\.1:(\d+)"/.exec(log);
+  if (!port) throw new Error('metrics address not logged');
+  return new Promise((resolve, reject) =>
+    http
+      .get(`http://127.0.0.1:${port[1] ?? port[2]}/metrics`, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject),
+  );
+}
+
+function dockerRequests(metrics: string): number {
+  return metrics
+    .split('\n')
+    .filter((l) => l.startsWith('crishim_docker_request_duration_seconds_count'))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+describe('running it the way operators do', () => {
+  let h: Crishim | undefined;
+  afterEach(async () => {
+    await teardown(h);
+    h = undefined;
+  });
+
+  it('runs with the flags of a cri-dockerd unit file and logs every RPC once as JSON', async () => {
+    // the flags cri-dockerd units pass (paths pointed at the test's own directories by the harness where it must)
+    h = await startCrishim({
+      subnetIndex: 207,
+      args: [
+        '--network-plugin=cni',
+        '--cni-bin-dir=/opt/cni/bin,/usr/lib/cni',
+        '--pod-infra-container-image=registry.k8s.io/pause:3.10',
+        '--pod-cidr=10.88.207.0/24',
+        '--runtime-cgroups=/system.slice/crishim.service',
+        '--streaming-bind-addr=127.0.0.1:0',
+        '--log-format=json',
+        '--metrics-bind-address=127.0.0.1:0',
+      ],
+    });
+    const config = podConfig('operator');
+    const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+    await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
+
+    const lines = (await fsp.readFile(h.logFile, 'utf8'))
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const l of lines) expect(typeof l.level).toBe('string');
+    const run = lines.filter((l) => l.message === 'RunPodSandbox' && l.rpc === 'RunPodSandbox');
+    expect(run).toHaveLength(1);
+    expect(run[0]).toMatchObject({ level: 'info', code: 'OK', podSandboxId: id });
+    expect(typeof run[0].ms).toBe('number');
+    expect(lines.filter((l) => l.message === 'StopPodSandbox' && l.podSandboxId === id)).toHaveLength(1);
+  });
+
+  it('serves Status from cache: no Docker round trip per call', async () => {
+    h = await startCrishim({ subnetIndex: 208, args: ['--metrics-bind-address=127.0.0.1:0', '--network-plugin=none'] });
+    const before = dockerRequests(await scrape(h));
+    for (let i = 0; i < 50; i++) await call(h.runtime, 'Status', {});
+    const after = dockerRequests(await scrape(h));
+    // the only Docker traffic meanwhile can be the background health probe
+    expect(after - before).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('the CLI', () => {
+  it('prints every flag with its default in --help and fails clearly on unknown flags', async () => {
+    const { spawnSync } = await import('child_process');
+    const main = path.join(__dirname, '..', '..', 'dist', 'main.js');
+    const help = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    for (const flag of ['--container-runtime-endpoint', '--docker-endpoint', '--network-plugin', '--cni-conf-dir', '--cni-bin-dir', '--cni-cache-dir', '--pod-infra-container-image', '--pod-cidr', '--runtime-cgroups', '--streaming-bind-addr', '--log-level', '--log-format', '--cri-dockerd-root-directory', '--version']) {
+      expect(help.stdout).toContain(flag);
+    }
+    expect(help.stdout).toContain('(default: "unix:///run/crishim/crishim.sock")');
+    const bad = spawnSync(process.execPath, [main, '--hairpin-mode=promiscuous-bridge'], { encoding: 'utf8' });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/unknown option '--hairpin-mode/);
+    const version = spawnSync(process.execPath, [main, '--version'], { encoding: 'utf8' });
+    expect(version.stdout).toMatch(/^crishim \d+\.\d+\.\d+\nCRI API v1\nDocker API \d+\.\d+\n$/);
+  });
+});
