@@ -1,0 +1,167 @@
+import { spawn, type ChildProcess } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import type { DockerApi } from '../docker/client';
+import type { Logger } from '../logging/logger';
+
+/** Opens TCP connections to 127.0.0.1:<port> as seen from inside a pod. */
+export interface PodDialer {
+  dial(port: number): Promise<net.Socket>;
+  close(): void;
+}
+
+/**
+ * Runs inside the pod's network namespace (started with nsenter, so it still
+ * sees the host filesystem): listens on a host Unix socket; each connection
+ * starts with a 2-byte big-endian port, is answered with one status byte
+ * (0 = connected; 1 + message = failed) and is then spliced to 127.0.0.1:port,
+ * half-closes passed through. Exits when its stdin (our pipe) closes, so it
+ * never outlives crishim.
+ */
+export const RELAY_SCRIPT = `
+'use strict';
+const net = require('net');
+const fs = require('fs');
+const sockPath = process.argv[1];
+try { fs.unlinkSync(sockPath); } catch (e) {}
+const server = net.createServer({ allowHalfOpen: true }, (c) => {
+  let head = Buffer.alloc(0);
+  c.on('error', () => {});
+  const onData = (d) => {
+    head = Buffer.concat([head, d]);
+    if (head.length < 2) return;
+    c.off('data', onData);
+    c.pause();
+    const port = head.readUInt16BE(0);
+    const rest = head.subarray(2);
+    const t = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+    let connected = false;
+    t.on('error', (e) => {
+      if (!connected) c.end(Buffer.concat([Buffer.from([1]), Buffer.from(String(e.message))]));
+      else c.destroy();
+    });
+    t.once('connect', () => {
+      connected = true;
+      c.write(Buffer.from([0]));
+      if (rest.length) t.write(rest);
+      c.pipe(t);
+      t.pipe(c);
+      c.on('close', () => t.destroy());
+      t.on('close', () => { if (!c.writableEnded) c.destroy(); });
+    });
+  };
+  c.on('data', onData);
+});
+server.listen(sockPath, () => process.stdout.write('ready\\n'));
+process.stdin.on('end', () => process.exit(0));
+process.stdin.on('error', () => process.exit(0));
+process.stdin.resume();
+`;
+
+/** Connects to a pod port through the relay's Unix socket. */
+function dialRelay(sockPath: string, port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ path: sockPath, allowHalfOpen: true });
+    let buf = Buffer.alloc(0);
+    const fail = (err: Error): void => {
+      s.destroy();
+      reject(err);
+    };
+    s.once('error', fail);
+    s.once('connect', () => s.write(Buffer.from([port >> 8, port & 0xff])));
+    const onData = (d: Buffer): void => {
+      buf = Buffer.concat([buf, d]);
+      if (buf[0] === 0) {
+        s.off('data', onData);
+        s.off('end', onEnd);
+        s.off('error', fail);
+        s.pause();
+        if (buf.length > 1) s.unshift(buf.subarray(1));
+        resolve(s);
+      }
+    };
+    const onEnd = (): void => {
+      const msg = buf.length > 1 ? buf.subarray(1).toString('utf8') : 'relay closed the connection';
+      fail(new Error(msg));
+    };
+    s.on('data', onData);
+    s.once('end', onEnd);
+  });
+}
+
+function directDialer(): PodDialer {
+  return {
+    dial: (port) =>
+      new Promise((resolve, reject) => {
+        const s = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+        s.once('connect', () => {
+          s.off('error', reject);
+          resolve(s);
+        });
+        s.once('error', reject);
+      }),
+    close: () => undefined,
+  };
+}
+
+/** Starts one relay per port-forward session, lazily on the first connection. */
+function netnsDialer(netnsPid: number, podSandboxId: string, log: Logger): PodDialer {
+  let relay: Promise<{ proc: ChildProcess; sockPath: string; dir: string }> | undefined;
+  let closed = false;
+  const start = async (): Promise<{ proc: ChildProcess; sockPath: string; dir: string }> => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-pf-'));
+    const sockPath = path.join(dir, 'relay.sock');
+    const proc = spawn('nsenter', [`--net=/proc/${netnsPid}/ns/net`, '--', process.execPath, '-e', RELAY_SCRIPT, sockPath], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    proc.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    proc.once('exit', (code, sig) => {
+      log.debug('port-forward relay exited', { podSandboxId, code, signal: sig });
+      void fsp.rm(dir, { recursive: true, force: true });
+    });
+    await new Promise<void>((resolve, reject) => {
+      proc.once('error', reject);
+      proc.once('exit', (code) => reject(new Error(`port-forward relay exited (${code}): ${stderr.trim()}`)));
+      proc.stdout?.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) resolve();
+      });
+    });
+    log.info('port-forward relay started in pod network namespace', { podSandboxId, relayPid: proc.pid, netnsPid });
+    return { proc, sockPath, dir };
+  };
+  return {
+    async dial(port) {
+      if (closed) throw new Error('port-forward session closed');
+      relay ??= start();
+      const r = await relay;
+      return dialRelay(r.sockPath, port);
+    },
+    close() {
+      closed = true;
+      void relay?.then(
+        (r) => {
+          r.proc.stdin?.end(); // the relay exits on stdin EOF; SIGKILL if it lingers
+          const t = setTimeout(() => r.proc.kill('SIGKILL'), 2000);
+          t.unref();
+          r.proc.once('exit', () => clearTimeout(t));
+        },
+        () => undefined,
+      );
+    },
+  };
+}
+
+/**
+ * A dialer for the sandbox (pause container) `podSandboxId`: host-network
+ * pods are reached on the host's loopback, others through a relay in
+ * /proc/<pause pid>/ns/net.
+ */
+export async function podDialer(docker: DockerApi, podSandboxId: string, log: Logger): Promise<PodDialer> {
+  const info = await docker.getContainer(podSandboxId).inspect();
+  if (!info.State.Running || !info.State.Pid) throw new Error(`pod sandbox ${podSandboxId} is not running`);
+  if (info.HostConfig.NetworkMode === 'host') return directDialer();
+  return netnsDialer(info.State.Pid, podSandboxId, log);
+}
