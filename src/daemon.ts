@@ -16,6 +16,7 @@ import { isDockerUnreachable } from './server/errors';
 import { createMetrics, instrumentNetwork, startMetricsServer } from './server/metrics';
 import { listContainers } from './cri/container-list';
 import { listSandboxes } from './cri/sandbox-list';
+import { reconcile, startNetworkJanitor } from './cri/recovery';
 
 /** dockershim's value for pause containers: the pod's last process to be OOM-killed. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
@@ -62,6 +63,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
   const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor };
+  await reconcile(deps, logger);
+  const stopJanitor = startNetworkJanitor(deps, logger);
   const logs = createLogManager(client.api, logger);
   await resumeLogCopies(deps, logs);
   const service = createDockerService(deps, logs);
@@ -86,6 +89,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       service.events.close();
       await server.shutdown();
       await metricsServer?.close();
+      stopJanitor();
       logs.closeAll();
       network.close();
       engine.close();

@@ -23,6 +23,8 @@ export interface CrishimCheckpointFields {
   /** Nanoseconds since the epoch, as a decimal string (too large for a JS number). */
   created_at: string;
   runtime_handler?: string;
+  /** `creating` until RunPodSandbox completed; see the schema. */
+  phase?: 'creating' | 'ready';
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
@@ -50,6 +52,8 @@ export interface CheckpointStore {
 }
 
 const SUFFIX = '.json';
+/** cri-dockerd names its checkpoint files by the bare sandbox id. */
+const LEGACY = /^[0-9a-f]{64}$/;
 /** checkpoints/ sits two levels above this file in src/ and in dist/ alike. */
 export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'checkpoints', 'sandbox-checkpoint.v1.schema.json');
 const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
@@ -107,14 +111,18 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
       await writeFileAtomic(fileOf(sandboxId), JSON.stringify(full, null, 2) + '\n');
     },
     async read(sandboxId) {
-      const file = fileOf(sandboxId);
-      let text: string;
-      try {
-        text = await fsp.readFile(file, 'utf8');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-        throw err;
+      let file = fileOf(sandboxId);
+      let text: string | undefined;
+      for (const candidate of [file, path.join(dir, sandboxId)]) {
+        try {
+          text = await fsp.readFile(candidate, 'utf8');
+          file = candidate;
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        }
       }
+      if (text === undefined) return undefined;
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
@@ -140,10 +148,12 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
     },
     async remove(sandboxId) {
       await fsp.rm(fileOf(sandboxId), { force: true });
+      await fsp.rm(path.join(dir, sandboxId), { force: true });
     },
     async list() {
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
-      return names.filter((n) => n.endsWith(SUFFIX) && /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
+      const ids = names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
+      return [...new Set([...ids, ...names.filter((n) => LEGACY.test(n))])];
     },
   };
 }

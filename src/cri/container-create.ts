@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { crashPoint } from '../crash-points';
 import { failedPrecondition, invalidArgument, notFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
@@ -83,6 +84,7 @@ export function createContainer(deps: ServiceDeps) {
     } catch (err) {
       throw toCriError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }
+    crashPoint('container:after-create');
     ctx.annotate({ containerId: container.id });
     ctx.log.info('container created', { image: config.image.image });
     return { container_id: container.id };

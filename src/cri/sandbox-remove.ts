@@ -27,8 +27,14 @@ export function removePodSandbox(deps: ServiceDeps, removeContainer: ContainerRe
       for (const c of await sandboxMembers(deps, rec.id)) {
         await removeContainer(c.Id);
       }
-      // the kubelet stops before removing, but a client may not: never leak an IP
-      if (await deps.network.podNetwork(rec.id)) await tearDownNetwork(deps, rec, ctx);
+      // the kubelet stops before removing, but a client may not: never leak an IP.
+      // A DEL that fails here must not make the sandbox unremovable: its cache
+      // entry stays and the network janitor retries it.
+      if (await deps.network.podNetwork(rec.id)) {
+        await tearDownNetwork(deps, rec, ctx).catch((err: unknown) =>
+          ctx.log.error('CNI DEL failed during removal; the janitor will retry it', { error: (err as Error).message }),
+        );
+      }
       if (rec.container) await removeDockerContainer(deps, rec.id);
       await deps.checkpoints.remove(rec.id);
     } catch (err) {

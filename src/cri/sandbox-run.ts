@@ -2,6 +2,7 @@ import { promises as fsp } from 'fs';
 import type Docker from 'dockerode';
 import { status } from '@grpc/grpc-js';
 import type { CheckpointPortMapping } from '../checkpoint/store';
+import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
 import type { PortMappingSpec } from '../network/types';
 import { CriError, invalidArgument, toCriError } from '../server/errors';
@@ -191,27 +192,30 @@ export function runPodSandbox(deps: ServiceDeps) {
     rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
 
     // (c) the checkpoint: what teardown needs if the container disappears
+    crashPoint('sandbox:after-create');
     const portMappings = portMappingsOf(config);
-    await step('write checkpoint', () =>
-      deps.checkpoints.write(id, {
-        name: meta.name,
-        namespace: meta.namespace,
-        data: { port_mappings: portMappings, host_network: hostNetwork },
-        crishim: {
-          sandbox_id: id,
-          uid: meta.uid,
-          attempt: meta.attempt,
-          created_at: createdAt,
-          runtime_handler: req.runtime_handler || undefined,
-          labels: config.labels,
-          annotations: config.annotations,
-        },
-      }),
-    );
+    const checkpoint = {
+      name: meta.name,
+      namespace: meta.namespace,
+      data: { port_mappings: portMappings, host_network: hostNetwork },
+      crishim: {
+        sandbox_id: id,
+        uid: meta.uid,
+        attempt: meta.attempt,
+        created_at: createdAt,
+        runtime_handler: req.runtime_handler || undefined,
+        phase: 'creating' as const,
+        labels: config.labels,
+        annotations: config.annotations,
+      },
+    };
+    await step('write checkpoint', () => deps.checkpoints.write(id, checkpoint));
     rollback.add(`remove checkpoint ${id}`, () => deps.checkpoints.remove(id));
+    crashPoint('sandbox:after-checkpoint');
 
     // (d) start it
     await step('start pause container', () => container.start({ abortSignal: ctx.signal }));
+    crashPoint('sandbox:after-start');
     const info = await step('inspect pause container', () => container.inspect());
     await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, config.dns_config));
 
@@ -234,6 +238,9 @@ export function runPodSandbox(deps: ServiceDeps) {
         }),
       );
     }
+    crashPoint('sandbox:after-network');
+    // from here on a restart keeps the sandbox instead of undoing it
+    await step('mark checkpoint ready', () => deps.checkpoints.write(id, { ...checkpoint, crishim: { ...checkpoint.crishim, phase: 'ready' } }));
     ctx.log.info('pod sandbox is ready', { podSandboxId: id });
     return { pod_sandbox_id: id };
   };

@@ -2,13 +2,15 @@ import type Docker from 'dockerode';
 import { isDockerNotFound, notFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { SANDBOX_ID_LABEL } from './labels';
+import { CREATED_LABEL, SANDBOX_ID_LABEL } from './labels';
 import { findSandbox, recordMetadata, type SandboxRecord } from './sandbox-lookup';
 import { cniPortMappings } from './sandbox-run';
 import { checkId } from './validation';
 
 /** The pause process exits on SIGTERM at once; the grace period only covers a wedged one. */
 const SANDBOX_STOP_GRACE_SECONDS = 10;
+/** CNI DEL tries per StopPodSandbox before the error goes back to the kubelet (which retries too). */
+const DEL_ATTEMPTS = 3;
 
 export function isHostNetwork(rec: SandboxRecord): boolean {
   if (rec.checkpoint) return rec.checkpoint.data.host_network === true;
@@ -33,6 +35,8 @@ export async function tearDownNetwork(deps: ServiceDeps, rec: SandboxRecord, ctx
     netnsPath: pid ? `/proc/${pid}/ns/net` : '',
     portMappings: cniPortMappings(rec.checkpoint?.data.port_mappings ?? []),
     signal: ctx.signal,
+    // no crishim labels: cri-dockerd set this pod's network up, not us
+    adopted: rec.container ? rec.container.Config.Labels?.[CREATED_LABEL] === undefined : !rec.checkpoint?.crishim,
   });
 }
 
@@ -53,11 +57,18 @@ export function stopPodSandbox(deps: ServiceDeps) {
     const rec = await findSandbox(deps, id);
     if (!rec) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: rec.id });
-    try {
-      // network first: the netns is still held by the running pause process
-      await tearDownNetwork(deps, rec, ctx);
-    } catch (err) {
-      throw toCriError(err, `StopPodSandbox ${rec.id}: tear down pod network`);
+    // network first: the netns is still held by the running pause process
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await tearDownNetwork(deps, rec, ctx);
+        break;
+      } catch (err) {
+        if (attempt >= DEL_ATTEMPTS || ctx.signal.aborted) {
+          throw toCriError(err, `StopPodSandbox ${rec.id}: tear down pod network (${attempt} attempts)`);
+        }
+        ctx.log.warn('CNI DEL failed; retrying', { attempt, error: (err as Error).message });
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
     }
     try {
       const members = await sandboxMembers(deps, rec.id);

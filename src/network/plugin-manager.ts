@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'fs';
+import { crashPoint } from '../crash-points';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import { probeConfDir, type NetworkConfList, type PluginConf } from './cni-config';
@@ -28,6 +29,7 @@ function nonePlugin(): NetworkPlugin {
     setUpPod: async () => ({ ips: [], networkName: 'none' }),
     tearDownPod: async () => undefined,
     podNetwork: async () => undefined,
+    cachedSandboxes: async () => [],
     setPodCidr: () => undefined,
     close: () => undefined,
   };
@@ -166,7 +168,11 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
           signal: req.signal,
         });
         let prev: unknown;
-        for (const plugin of config.plugins) prev = await run('ADD', entry, plugin, prev, req.signal);
+        for (const plugin of config.plugins) {
+          prev = await run('ADD', entry, plugin, prev, req.signal);
+          // between plugins: an IP is allocated but the chain is not finished
+          crashPoint('sandbox:mid-network');
+        }
         entry.result = prev;
         await c.write(entry);
       } catch (err) {
@@ -185,12 +191,25 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
     async tearDownPod(req: PodNetworkRequest): Promise<void> {
       const c = await getCache();
       const cached = await c.read(req.sandboxId);
-      if (!cached) {
-        // nothing recorded: no ADD ever ran to completion or start, nothing to release
+      let entry: CacheEntry;
+      if (cached) {
+        // a netns that is gone is fine: plugins release IPs and rules by container id
+        entry = { ...cached, netns: req.netnsPath };
+      } else if (req.adopted && current) {
+        entry = {
+          sandboxId: req.sandboxId,
+          podName: req.podName,
+          podNamespace: req.podNamespace,
+          podUid: req.podUid,
+          netns: req.netnsPath,
+          ifName: IFNAME,
+          portMappings: req.portMappings,
+          config: current,
+        };
+      } else {
+        // nothing recorded: our ADD never started, so there is nothing to release
         return;
       }
-      // a netns that is gone is fine: plugins release IPs and rules by container id
-      const entry = { ...cached, netns: req.netnsPath };
       await del(entry, req.signal);
       await c.remove(req.sandboxId);
       logger.info('pod network torn down', { podSandboxId: shortId(req.sandboxId), network: entry.config.name });
@@ -200,6 +219,10 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
       const entry = await (await getCache()).read(sandboxId);
       if (!entry) return undefined;
       return { ips: resultIps(entry.result), networkName: entry.config.name };
+    },
+
+    async cachedSandboxes() {
+      return (await getCache()).list();
     },
 
     setPodCidr(cidr: string) {

@@ -18,6 +18,11 @@ export interface PodNetworkRequest {
   portMappings: PortMappingSpec[];
   /** Abort when the RPC is cancelled or times out; plugins get killed. */
   signal?: AbortSignal;
+  /**
+   * Teardown of a sandbox another runtime set up (cri-dockerd): with no cached
+   * ADD, run DEL with the current config instead of doing nothing.
+   */
+  adopted?: boolean;
 }
 
 export interface PodNetworkResult {
@@ -46,6 +51,8 @@ export interface NetworkPlugin {
   tearDownPod(req: PodNetworkRequest): Promise<void>;
   /** IPs of a set-up pod from the cache (after a restart too), or undefined. */
   podNetwork(sandboxId: string): Promise<PodNetworkResult | undefined>;
+  /** Sandbox ids with cached network state (set up, or interrupted mid-ADD). */
+  cachedSandboxes(): Promise<string[]>;
   /** The pod CIDR from UpdateRuntimeConfig, passed to plugins as runtimeConfig. */
   setPodCidr(cidr: string): void;
   close(): void;

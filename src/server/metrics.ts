@@ -109,6 +109,7 @@ export function instrumentNetwork(plugin: NetworkPlugin, metrics: Metrics): Netw
     setUpPod: timed('ADD', (req) => plugin.setUpPod(req)),
     tearDownPod: timed('DEL', (req) => plugin.tearDownPod(req)),
     podNetwork: (id) => plugin.podNetwork(id),
+    cachedSandboxes: () => plugin.cachedSandboxes(),
     setPodCidr: (cidr) => plugin.setPodCidr(cidr),
     close: () => plugin.close(),
   };
