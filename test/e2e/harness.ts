@@ -36,8 +36,10 @@ export interface Crishim {
   runtime: RuntimeServiceClient;
   image: ImageServiceClient;
   proc: ChildProcess;
-  /** Stops the daemon (SIGTERM, or SIGKILL with `kill`) and starts it again on the same state. */
-  restart(opts?: { kill?: boolean }): Promise<void>;
+  /** Stops the daemon (SIGTERM, or SIGKILL with `kill`) and starts it again on the same state, optionally with another environment. */
+  restart(opts?: { kill?: boolean; env?: NodeJS.ProcessEnv }): Promise<void>;
+  /** Starts the daemon again after it exited by itself. */
+  relaunch(env?: NodeJS.ProcessEnv): Promise<void>;
   stop(opts?: { kill?: boolean }): Promise<void>;
 }
 
@@ -105,8 +107,9 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
     ...(opts.args ?? []),
   ];
   const log = createWriteStream(logFile, { flags: 'a' });
+  let env: NodeJS.ProcessEnv = { ...process.env, ...opts.env };
   const launch = async (): Promise<ChildProcess> => {
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     proc.stdout?.pipe(log, { end: false });
     proc.stderr?.pipe(log, { end: false });
     const deadline = Date.now() + 20_000;
@@ -133,6 +136,12 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
     },
     async restart(o) {
       await h.stop(o);
+      if (o?.env) env = { ...process.env, ...o.env };
+      h.proc = await launch();
+    },
+    async relaunch(e) {
+      await waitForExit(h.proc);
+      if (e) env = { ...process.env, ...e };
       h.proc = await launch();
     },
   };

@@ -1,0 +1,94 @@
+import { execFileSync } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { BUSYBOX, call, codeOf, containersOfPod, podConfig, reservedIps, startCrishim, teardown, type Crishim } from './harness';
+
+jest.setTimeout(300_000);
+
+let h: Crishim;
+beforeAll(async () => {
+  h = await startCrishim({ subnetIndex: 209 });
+});
+afterAll(() => teardown(h));
+
+async function files(dir: string): Promise<string[]> {
+  return (await fsp.readdir(dir).catch(() => [] as string[])).filter((f) => !f.startsWith('corrupt'));
+}
+
+/** Network namespaces (Docker's) that still hold an address of this test's pod subnet. */
+async function podNetns(): Promise<string[]> {
+  const prefix = h.cni.subnet.split('.').slice(0, 3).join('.') + '.';
+  const out: string[] = [];
+  // `default` is the host's own namespace, where the bridge gateway lives
+  for (const f of (await fsp.readdir('/var/run/docker/netns').catch(() => [] as string[])).filter((n) => n !== 'default')) {
+    try {
+      const addrs = execFileSync('nsenter', [`--net=/var/run/docker/netns/${f}`, 'ip', '-4', '-o', 'addr'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      if (addrs.includes(` ${prefix}`)) out.push(f);
+    } catch {
+      /* not a live namespace */
+    }
+  }
+  return out;
+}
+
+/** What the kubelet does after a failed RunPodSandbox: find the pod's sandboxes, stop and remove them. */
+async function kubeletCleanup(name: string): Promise<void> {
+  const items = (await call(h.runtime, 'ListPodSandbox', { filter: { label_selector: { test: name } } })).items ?? [];
+  for (const s of items) {
+    await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: s.id ?? '' });
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: s.id ?? '' });
+  }
+}
+
+async function expectNothingLeft(uid: string): Promise<void> {
+  expect(await containersOfPod(uid)).toEqual([]);
+  expect(await files(path.join(h.rootDir, 'sandbox'))).toEqual([]);
+  expect(await files(h.cniCacheDir)).toEqual([]);
+  expect(await reservedIps(h.cni.ipamDir)).toEqual([]);
+  expect(await podNetns()).toEqual([]);
+}
+
+describe.each(['sandbox:after-create', 'sandbox:after-checkpoint', 'sandbox:after-start', 'sandbox:mid-network', 'sandbox:after-network'])(
+  'kill -9 during RunPodSandbox at %s',
+  (point) => {
+    it('leaves nothing behind once crishim restarts and the kubelet retries', async () => {
+      const name = `crash-${point.replace(/[^a-z]/g, '-')}`;
+      const config = podConfig(name);
+      await h.restart({ env: { CRISHIM_CRASH_AT: point } });
+      const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+      expect(err.code).toBeGreaterThan(0);
+      await h.relaunch({ CRISHIM_CRASH_AT: '' });
+      // start-up reconciliation already undid the half-made sandbox
+      expect((await call(h.runtime, 'ListPodSandbox', { filter: { label_selector: { test: name } } })).items).toEqual([]);
+      await expectNothingLeft((config.metadata as { uid: string }).uid);
+      await kubeletCleanup(name);
+      await expectNothingLeft((config.metadata as { uid: string }).uid);
+      // and the node still works
+      const again = await call(h.runtime, 'RunPodSandbox', { config: podConfig(name) });
+      await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
+      await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
+    });
+  },
+);
+
+describe('kill -9 during CreateContainer', () => {
+  it('leaves nothing behind after the kubelet removes the sandbox', async () => {
+    await h.restart({ env: { CRISHIM_CRASH_AT: 'container:after-create' } });
+    const config = podConfig('crash-container');
+    const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
+    const err = await codeOf(
+      call(h.runtime, 'CreateContainer', {
+        pod_sandbox_id: pod,
+        config: { metadata: { name: 'c', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
+        sandbox_config: config,
+      }),
+    );
+    expect(err.code).toBeGreaterThan(0);
+    await h.relaunch({ CRISHIM_CRASH_AT: '' });
+    // the created-but-unreported container is visible, and goes with its sandbox
+    const listed = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod } });
+    expect(listed.containers?.length).toBe(1);
+    await kubeletCleanup('crash-container');
+    await expectNothingLeft((config.metadata as { uid: string }).uid);
+  });
+});
