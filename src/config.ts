@@ -13,6 +13,8 @@ export interface Config {
   cniConfDir: string;
   cniBinDirs: string[];
   cniCacheDir: string;
+  /** A CNI plugin still running after this long is killed and the operation fails. */
+  cniExecTimeoutSeconds: number;
   podInfraContainerImage: string;
   podCidr: string;
   rootDirectory: string;
@@ -37,6 +39,7 @@ export const DEFAULTS: Config = {
   cniConfDir: '/etc/cni/net.d',
   cniBinDirs: ['/opt/cni/bin', '/usr/lib/cni'],
   cniCacheDir: '',
+  cniExecTimeoutSeconds: 60,
   podInfraContainerImage: 'registry.k8s.io/pause:3.10',
   podCidr: '',
   rootDirectory: '/var/lib/crishim',
@@ -82,6 +85,7 @@ export function buildCli(): Command {
     .addOption(new Option('--cni-conf-dir <dir>', 'directory probed for CNI configs').default(d.cniConfDir))
     .addOption(new Option('--cni-bin-dir <dirs>', 'comma-separated directories holding CNI plugin binaries').default(d.cniBinDirs.join(',')))
     .addOption(new Option('--cni-cache-dir <dir>', 'where CNI results are cached (default <root-directory>/cni-cache)').default(d.cniCacheDir))
+    .addOption(new Option('--cni-exec-timeout <seconds>', 'kill a CNI plugin that runs longer than this').argParser(positiveInt).default(d.cniExecTimeoutSeconds))
     .addOption(new Option('--pod-infra-container-image <image>', 'sandbox (pause) image').default(d.podInfraContainerImage))
     .addOption(new Option('--pod-cidr <cidr>', 'pod CIDR handed to CNI plugins').default(d.podCidr))
     .addOption(new Option('--root-directory <dir>', 'state directory (checkpoints, CNI cache)').default(d.rootDirectory))
@@ -104,6 +108,7 @@ interface CliOptions {
   cniConfDir: string;
   cniBinDir: string;
   cniCacheDir: string;
+  cniExecTimeout: number;
   podInfraContainerImage: string;
   podCidr: string;
   rootDirectory: string;
@@ -133,6 +138,7 @@ export function parseConfig(argv: string[], cli: Command = buildCli()): Config {
     cniConfDir: o.cniConfDir,
     cniBinDirs: o.cniBinDir.split(',').map((s) => s.trim()).filter(Boolean),
     cniCacheDir: o.cniCacheDir || path.join(rootDirectory, 'cni-cache'),
+    cniExecTimeoutSeconds: o.cniExecTimeout,
     podInfraContainerImage: o.podInfraContainerImage,
     podCidr: o.podCidr,
     rootDirectory,

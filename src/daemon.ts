@@ -58,6 +58,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     confDir: config.cniConfDir,
     binDirs: config.cniBinDirs,
     cacheDir: config.cniCacheDir,
+    execTimeoutMs: config.cniExecTimeoutSeconds * 1000,
     logger,
   }), metrics);
   if (config.podCidr) network.setPodCidr(config.podCidr);
