@@ -42,7 +42,8 @@ export function dockerAuth(auth: AuthConfig | null | undefined, ref: string): Re
 /** A pull failure with the registry's own words and a code that says what to do about it. */
 export function pullError(ref: string, err: unknown): CriError {
   if (err instanceof CriError && err.code === grpcStatus.CANCELLED) return err;
-  const msg = err instanceof CriError ? err.message.replace(/^pull image [^:]+: /, '') : dockerMessage(err);
+  const prefix = `pull image ${ref}: `;
+  const msg = err instanceof CriError ? (err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message) : dockerMessage(err);
   const text = `pull image ${ref}: ${msg}`;
   if (/invalid reference format/i.test(msg)) return new CriError(grpcStatus.INVALID_ARGUMENT, text, { cause: err });
   if (/unauthorized|authentication required|no basic auth credentials|incorrect username or password/i.test(msg)) {
@@ -99,11 +100,21 @@ async function inspectImage(deps: ServiceDeps, ref: string): Promise<Docker.Imag
   }
 }
 
+/** Docker's reference grammar (host[:port]/path[:tag][@digest]), or an image id. */
+const NAME_COMPONENT = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
+const REFERENCE = new RegExp(
+  `^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?${NAME_COMPONENT}(?:/${NAME_COMPONENT})*(?::[\\w][\\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`,
+);
+const IMAGE_ID = /^(?:sha256:)?[0-9a-f]{6,64}$/;
+
+export function isImageRef(ref: string): boolean {
+  return ref.length <= 4096 && (IMAGE_ID.test(ref) || REFERENCE.test(ref));
+}
+
 function imageRefOf(req: { image: { image: string } | null }, field = 'image.image'): string {
   const ref = req.image?.image ?? '';
   if (!ref) throw invalidArgument(`${field} must be set`);
-  // eslint-disable-next-line no-control-regex
-  if (ref.length > 4096 || /[\s\x00-\x1f]/.test(ref)) throw invalidArgument(`${field} ${JSON.stringify(ref.slice(0, 80))} is not an image reference`);
+  if (!isImageRef(ref)) throw invalidArgument(`${field} ${JSON.stringify(ref.slice(0, 80))} is not an image reference`);
   return ref;
 }
 
@@ -130,6 +141,7 @@ export function imageHandlers(deps: ServiceDeps): ImageImpl {
   const list = async (filter: ImageReq<'ListImages'>['filter']): Promise<CriImage[]> => {
     const ref = filter?.image?.image;
     if (ref) {
+      if (!isImageRef(ref)) throw invalidArgument(`filter.image.image ${JSON.stringify(ref.slice(0, 80))} is not an image reference`);
       const info = await inspectImage(deps, ref);
       return info ? [toCriImage(info, pinnedRef)] : [];
     }
