@@ -5,7 +5,7 @@ import type { CheckpointPortMapping } from '../checkpoint/store';
 import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
 import type { PortMappingSpec } from '../network/types';
-import { CriError, invalidArgument, toCriError } from '../server/errors';
+import { CriError, invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { ATTEMPT_LABEL, CREATED_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
@@ -147,6 +147,8 @@ async function createPauseContainer(
 }
 
 export function runPodSandbox(deps: ServiceDeps) {
+  /** Sandbox images known to be present, so the common path skips an inspect round trip. */
+  const sandboxImageSeen = new Set<string>();
   return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
     const config = validateConfig(req);
     const meta = checkSandboxMetadata(config.metadata);
@@ -166,8 +168,12 @@ export function runPodSandbox(deps: ServiceDeps) {
       }
     };
 
-    // (a) the sandbox image
-    await step(`ensure sandbox image ${image}`, () => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log }));
+    // (a) the sandbox image: checked once, then trusted until Docker says it is gone
+    const ensure = (): Promise<void> => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log });
+    if (!sandboxImageSeen.has(image)) {
+      await step(`ensure sandbox image ${image}`, ensure);
+      sandboxImageSeen.add(image);
+    }
 
     // (b) the pause container
     const createdAt = nowNanos();
@@ -177,16 +183,26 @@ export function runPodSandbox(deps: ServiceDeps) {
       { [TYPE_LABEL]: TYPE_SANDBOX, [ATTEMPT_LABEL]: String(meta.attempt), [CREATED_LABEL]: createdAt },
       { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
     );
-    const container = await step('create pause container', () =>
-      createPauseContainer(deps, ctx, {
-        name: sandboxName(meta),
-        Image: image,
-        Labels: labels,
-        Hostname: hostNetwork ? undefined : config.hostname || undefined,
-        User: userOf(config),
-        HostConfig: hostConfigFor(deps, config, runtime),
-      }),
-    );
+    const createOpts: Docker.ContainerCreateOptions = {
+      name: sandboxName(meta),
+      Image: image,
+      Labels: labels,
+      Hostname: hostNetwork ? undefined : config.hostname || undefined,
+      User: userOf(config),
+      HostConfig: hostConfigFor(deps, config, runtime),
+    };
+    const container = await step('create pause container', async () => {
+      try {
+        return await createPauseContainer(deps, ctx, createOpts);
+      } catch (err) {
+        if (!isDockerNotFound(err)) throw err;
+        // the image went away since we last looked: pull it again
+        sandboxImageSeen.delete(image);
+        await ensure();
+        sandboxImageSeen.add(image);
+        return createPauseContainer(deps, ctx, createOpts);
+      }
+    });
     const id = container.id;
     ctx.annotate({ podSandboxId: id });
     rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
@@ -204,7 +220,8 @@ export function runPodSandbox(deps: ServiceDeps) {
         attempt: meta.attempt,
         created_at: createdAt,
         runtime_handler: req.runtime_handler || undefined,
-        phase: 'creating' as const,
+        // host-network pods have no networking step that a crash could leave half done
+        phase: hostNetwork ? ('ready' as const) : ('creating' as const),
         labels: config.labels,
         annotations: config.annotations,
       },
@@ -216,11 +233,12 @@ export function runPodSandbox(deps: ServiceDeps) {
     // (d) start it
     await step('start pause container', () => container.start({ abortSignal: ctx.signal }));
     crashPoint('sandbox:after-start');
-    const info = await step('inspect pause container', () => container.inspect());
-    await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, config.dns_config));
-
-    // (e) pod networking
-    if (!hostNetwork) {
+    // (e) pod networking, and DNS: both need the running container's details
+    const dns = config.dns_config;
+    const needsDns = Boolean(dns && (dns.servers.length || dns.searches.length || dns.options.length));
+    const info = !hostNetwork || needsDns ? await step('inspect pause container', () => container.inspect()) : undefined;
+    if (info && needsDns) await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, dns));
+    if (info && !hostNetwork) {
       const pid = info.State.Pid;
       if (!pid) {
         await rollback.run(ctx);
@@ -240,7 +258,9 @@ export function runPodSandbox(deps: ServiceDeps) {
     }
     crashPoint('sandbox:after-network');
     // from here on a restart keeps the sandbox instead of undoing it
-    await step('mark checkpoint ready', () => deps.checkpoints.write(id, { ...checkpoint, crishim: { ...checkpoint.crishim, phase: 'ready' } }));
+    if (!hostNetwork) {
+      await step('mark checkpoint ready', () => deps.checkpoints.write(id, { ...checkpoint, crishim: { ...checkpoint.crishim, phase: 'ready' } }));
+    }
     ctx.log.info('pod sandbox is ready', { podSandboxId: id });
     return { pod_sandbox_id: id };
   };

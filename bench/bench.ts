@@ -1,0 +1,286 @@
+/**
+ * crishim benchmark: every figure is measured in the same run as its raw-Docker
+ * baseline and reported as a ratio, so a noisy shared machine moves both alike.
+ *
+ *   npm run bench            full run (minutes; 200 pods at the largest size)
+ *   npm run bench -- --smoke a seconds-long run of every section (CI)
+ *
+ * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh.
+ */
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { promises as fsp, existsSync } from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import Docker from 'dockerode';
+import type { ProtoGrpcType } from '../src/generated/api';
+import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
+
+// compiled to bench/dist/bench/bench.js
+const REPO = path.resolve(__dirname, '..', '..', '..');
+const SMOKE = process.argv.includes('--smoke');
+const PAUSE = 'registry.k8s.io/pause:3.10';
+const BUSYBOX = 'crishim-test/busybox:latest';
+const docker = new Docker();
+
+const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
+
+type Row = [string, string, string, string];
+const rows: Row[] = [];
+const record = (what: string, crishim: string, raw: string, ratio: string): void => {
+  rows.push([what, crishim, raw, ratio]);
+};
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+const ms = (n: number): string => `${n.toFixed(1)} ms`;
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t0 = process.hrtime.bigint();
+  const r = await fn();
+  return [Number(process.hrtime.bigint() - t0) / 1e6, r];
+}
+
+interface Daemon {
+  proc: ChildProcess;
+  runtime: RuntimeServiceClient;
+  metricsPort: number;
+  dir: string;
+}
+
+async function startDaemon(): Promise<Daemon> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-bench-'));
+  const confDir = path.join(dir, 'net.d');
+  await fsp.mkdir(confDir);
+  const conf = JSON.parse(await fsp.readFile(path.join(REPO, 'cni', '10-crishim.conflist'), 'utf8'));
+  conf.name = 'crishim-bench';
+  conf.plugins[0].bridge = 'crishimbench0';
+  conf.plugins[0].ipam.ranges = [[{ subnet: '10.88.240.0/21' }]];
+  conf.plugins[0].ipam.dataDir = path.join(dir, 'ipam');
+  await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
+  const socket = path.join(dir, 'crishim.sock');
+  const proc = spawn(process.execPath, [
+    path.join(REPO, 'dist', 'main.js'),
+    '--container-runtime-endpoint', `unix://${socket}`,
+    '--root-directory', path.join(dir, 'root'),
+    '--cni-conf-dir', confDir,
+    '--metrics-bind-address', '127.0.0.1:0',
+    '--log-level', 'warn',
+    '--log-format', 'json',
+  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr?.on('data', (c: Buffer) => (log += c.toString()));
+  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
+  const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+  for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
+  // the metrics port is only logged at info: ask the OS instead
+  const metricsPort = await new Promise<number>((resolve, reject) => {
+    const deadline = Date.now() + 10_000;
+    const look = (): void => {
+      const out = execFileSync('ss', ['-ltnpH'], { encoding: 'utf8' });
+      const line = out.split('\n').find((l) => l.includes(`pid=${proc.pid},`) && l.includes('127.0.0.1:'));
+      const m = line && /127\.0\.0\.1:(\d+)/.exec(line);
+      if (m) return resolve(Number(m[1]));
+      if (Date.now() > deadline) return reject(new Error(`no metrics listener; log: ${log}`));
+      setTimeout(look, 100);
+    };
+    look();
+  });
+  return { proc, runtime, metricsPort, dir };
+}
+
+function rpc<T>(d: Daemon, method: string, req: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const fn = (d.runtime as unknown as Record<string, (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void>)[method];
+    fn.call(d.runtime, req, new grpc.Metadata(), { deadline: Date.now() + 300_000 }, (e, res) => (e ? reject(e) : resolve(res)));
+  });
+}
+
+async function dockerCalls(d: Daemon): Promise<number> {
+  const text = await new Promise<string>((resolve, reject) =>
+    http.get(`http://127.0.0.1:${d.metricsPort}/metrics`, (res) => {
+      let b = '';
+      res.on('data', (c: Buffer) => (b += c.toString()));
+      res.on('end', () => resolve(b));
+    }).on('error', reject),
+  );
+  return text.split('\n').filter((l) => l.startsWith('crishim_docker_request_duration_seconds_count')).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
+}
+
+let podSeq = 0;
+function pod(hostNetwork: boolean): Record<string, unknown> {
+  podSeq++;
+  return {
+    metadata: { name: `bench-${podSeq}`, namespace: 'crishim-bench', uid: `bench-${process.pid}-${podSeq}`, attempt: 0 },
+    labels: { 'crishim-bench': 'true' },
+    linux: hostNetwork ? { security_context: { namespace_options: { network: 'NODE' } } } : {},
+  };
+}
+
+async function removePod(d: Daemon, id: string): Promise<void> {
+  await rpc(d, 'StopPodSandbox', { pod_sandbox_id: id });
+  await rpc(d, 'RemovePodSandbox', { pod_sandbox_id: id });
+}
+
+async function overhead(d: Daemon): Promise<void> {
+  const raw: number[] = [];
+  const viaCri: number[] = [];
+  const viaCni: number[] = [];
+  const rawOnce = async (): Promise<void> => {
+    const [t, c] = await timed(async () => {
+      const c = await docker.createContainer({ Image: PAUSE, HostConfig: { NetworkMode: 'host', IpcMode: 'shareable' }, Labels: { 'crishim-bench': 'raw' } });
+      await c.start();
+      return c;
+    });
+    raw.push(t);
+    await c.remove({ force: true });
+  };
+  const criOnce = async (hostNetwork: boolean, into: number[]): Promise<void> => {
+    const [t, r] = await timed(() => rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config: pod(hostNetwork) }));
+    into.push(t);
+    await removePod(d, r.pod_sandbox_id);
+  };
+  for (let i = 0; i < sizes.overhead; i++) {
+    // alternate the order so neither side always runs on a warmer engine
+    if (i % 2 === 0) {
+      await rawOnce();
+      await criOnce(true, viaCri);
+    } else {
+      await criOnce(true, viaCri);
+      await rawOnce();
+    }
+    await criOnce(false, viaCni);
+  }
+  record('RunPodSandbox p50, host network vs raw create+start', ms(pct(viaCri, 50)), ms(pct(raw, 50)), (pct(viaCri, 50) / pct(raw, 50)).toFixed(2));
+  record('RunPodSandbox p50 with CNI (bridge+portmap)', ms(pct(viaCni, 50)), ms(pct(raw, 50)), (pct(viaCni, 50) / pct(raw, 50)).toFixed(2));
+}
+
+async function concurrent(d: Daemon): Promise<void> {
+  const lat: number[] = [];
+  let failures = 0;
+  const ids: string[] = [];
+  await Promise.all(
+    Array.from({ length: sizes.concurrent }, async () => {
+      try {
+        const config = pod(false);
+        const [t] = await timed(async () => {
+          const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
+          ids.push(id);
+          const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
+            pod_sandbox_id: id,
+            config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
+            sandbox_config: config,
+          });
+          await rpc(d, 'StartContainer', { container_id: c });
+        });
+        lat.push(t);
+      } catch {
+        failures++;
+      }
+    }),
+  );
+  await Promise.all(ids.map((id) => removePod(d, id).catch(() => failures++)));
+  const leaks = (await docker.listContainers({ all: true, filters: { label: ['crishim-bench=true'] } })).length;
+  record(`${sizes.concurrent} concurrent pods (run+create+start) p50 / p95`, `${ms(pct(lat, 50))} / ${ms(pct(lat, 95))}`, '-', `${failures} failures, ${leaks} leaks`);
+}
+
+async function lists(d: Daemon): Promise<void> {
+  const ids: string[] = [];
+  for (const n of sizes.lists) {
+    while (ids.length < n) {
+      const config = pod(true);
+      const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
+      const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
+        pod_sandbox_id: id,
+        config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
+        sandbox_config: config,
+      });
+      await rpc(d, 'StartContainer', { container_id: c });
+      ids.push(id);
+    }
+    const rawList = async (): Promise<number> => (await timed(() => docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type'] } })))[0];
+    const rawT: number[] = [];
+    for (let i = 0; i < 5; i++) rawT.push(await rawList());
+    // a scrape itself costs Docker calls (the state gauges): measure that, then subtract it
+    const a = await dockerCalls(d);
+    const scrapeCost = (await dockerCalls(d)) - a;
+    for (const method of ['ListPodSandbox', 'ListContainers', 'ListContainerStats']) {
+      const ts: number[] = [];
+      let calls = Infinity;
+      let failed = '';
+      for (let i = 0; i < 5; i++) {
+        const before = await dockerCalls(d);
+        try {
+          ts.push((await timed(() => rpc(d, method, {})))[0]);
+        } catch (e) {
+          failed = (e as grpc.ServiceError).details ?? String(e);
+          break;
+        }
+        // the least over several tries: the background health probe may land in one
+        calls = Math.min(calls, (await dockerCalls(d)) - before - scrapeCost);
+      }
+      if (failed) record(`${method} at ${n} pods`, `failed: ${failed.slice(0, 60)}`, ms(pct(rawT, 50)), '-');
+      else record(`${method} at ${n} pods (docker calls per RPC: ${calls})`, ms(pct(ts, 50)), ms(pct(rawT, 50)), (pct(ts, 50) / pct(rawT, 50)).toFixed(2));
+    }
+  }
+  await Promise.all(ids.map((id) => removePod(d, id)));
+}
+
+function rssKiB(pid: number): number {
+  const status = execFileSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' });
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+}
+
+async function memory(d: Daemon): Promise<void> {
+  const config = pod(true);
+  const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
+  const cycle = async (): Promise<void> => {
+    const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
+      pod_sandbox_id: id,
+      config: { metadata: { name: `m${podSeq++}`, attempt: 0 }, image: { image: BUSYBOX }, command: ['true'] },
+      sandbox_config: config,
+    });
+    await rpc(d, 'RemoveContainer', { container_id: c });
+  };
+  for (let i = 0; i < 20; i++) await cycle();
+  const idle = rssKiB(d.proc.pid ?? 0);
+  for (let i = 0; i < sizes.cycles; i++) await cycle();
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = rssKiB(d.proc.pid ?? 0);
+  record(`daemon RSS idle / after ${sizes.cycles} create+remove cycles`, `${(idle / 1024).toFixed(1)} MiB / ${(after / 1024).toFixed(1)} MiB`, '-', (after / idle).toFixed(2));
+  await removePod(d, id);
+}
+
+async function main(): Promise<void> {
+  const d = await startDaemon();
+  try {
+    await overhead(d);
+    await concurrent(d);
+    await lists(d);
+    await memory(d);
+  } finally {
+    d.proc.kill('SIGTERM');
+    d.runtime.close();
+    try {
+      execFileSync('ip', ['link', 'del', 'crishimbench0'], { stdio: 'ignore' });
+    } catch {
+      /* never created */
+    }
+    await fsp.rm(d.dir, { recursive: true, force: true });
+  }
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const header: Row = ['measure', 'crishim', 'raw Docker', 'ratio / result'];
+  const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i].length)));
+  const line = (r: Row): string => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  process.stdout.write(`crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${(await docker.version()).Version}, ${new Date().toISOString()}\n`);
+  process.stdout.write([line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n') + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
