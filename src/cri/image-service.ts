@@ -63,29 +63,18 @@ export function imageUser(user: string | undefined): { uid: { value: string } | 
   return /^\d+$/.test(name) ? { uid: { value: name }, username: '' } : { uid: null, username: name };
 }
 
-function toCriImage(info: Docker.ImageInspectInfo, pinnedRef: string): CriImage {
-  const tags = (info.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
-  return {
-    id: info.Id,
-    repo_tags: tags,
-    repo_digests: (info.RepoDigests ?? []).filter((d) => !d.startsWith('<none>')),
-    size: String(info.Size),
-    ...imageUser(info.Config?.User),
-    spec: { image: info.Id, annotations: {} },
-    pinned: tags.includes(pinnedRef),
-  };
-}
-
-function fromList(img: Docker.ImageInfo, pinnedRef: string): CriImage {
+/** The CRI Image of Docker's inspect or list answer (list has no USER: ImageStatus does). */
+function toCriImage(
+  img: { Id: string; RepoTags?: string[]; RepoDigests?: string[]; Size: number; Config?: { User?: string } },
+  pinnedRef: string,
+): CriImage {
   const tags = (img.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
   return {
     id: img.Id,
     repo_tags: tags,
     repo_digests: (img.RepoDigests ?? []).filter((d) => !d.startsWith('<none>')),
     size: String(img.Size),
-    // USER is not in Docker's list answer; ImageStatus has it
-    uid: null,
-    username: '',
+    ...imageUser(img.Config?.User),
     spec: { image: img.Id, annotations: {} },
     pinned: tags.includes(pinnedRef),
   };
@@ -145,7 +134,7 @@ export function imageHandlers(deps: ServiceDeps): ImageImpl {
       const info = await inspectImage(deps, ref);
       return info ? [toCriImage(info, pinnedRef)] : [];
     }
-    return (await deps.docker.listImages()).map((i) => fromList(i, pinnedRef));
+    return (await deps.docker.listImages()).map((i) => toCriImage(i, pinnedRef));
   };
 
   return {

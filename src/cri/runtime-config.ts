@@ -1,7 +1,7 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import { failedPrecondition, invalidArgument, notFound, toCriError, unimplemented } from '../server/errors';
+import { failedPrecondition, invalidArgument, notFound, unimplemented } from '../server/errors';
 import type { ServiceDeps } from './deps';
-import { dockerResources } from './container-config';
+import { applyResources } from './container-update';
 import { findSandbox } from './sandbox-lookup';
 import { checkId } from './validation';
 
@@ -37,15 +37,7 @@ export function updatePodSandboxResources(deps: ServiceDeps) {
     if (!rec) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: rec.id });
     if (!rec.container?.State.Running) throw failedPrecondition(`pod sandbox ${rec.id} is not ready`);
-    const update = dockerResources(req.resources, deps.oomScoreAdjFloor);
-    delete update.OomScoreAdj;
-    if (Object.keys(update).length === 0) return {};
-    try {
-      await deps.docker.getContainer(rec.id).update(update);
-    } catch (err) {
-      throw toCriError(err, `UpdatePodSandboxResources ${rec.id}`);
-    }
-    ctx.log.info('pod sandbox resources updated', { update });
+    await applyResources(deps, rec.id, req.resources, 'UpdatePodSandboxResources', ctx);
     return {};
   };
 }

@@ -52,6 +52,20 @@ export function pluginStdin(
   return conf;
 }
 
+/** The cache entry (and DEL input) for a pod on a given config. */
+function entryFor(req: PodNetworkRequest, config: NetworkConfList): CacheEntry {
+  return {
+    sandboxId: req.sandboxId,
+    podName: req.podName,
+    podNamespace: req.podNamespace,
+    podUid: req.podUid,
+    netns: req.netnsPath,
+    ifName: IFNAME,
+    portMappings: req.portMappings,
+    config,
+  };
+}
+
 export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
   if (opts.plugin === 'none') return nonePlugin();
   const logger = opts.logger.child({ component: 'cni' });
@@ -103,11 +117,12 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
       signal,
     });
 
-  const loopback = (entry: CacheEntry): PluginConf & { name: string; cniVersion: string } => ({
-    type: 'loopback',
-    name: 'cni-loopback',
-    cniVersion: entry.config.cniVersion,
-  });
+  /** `lo` inside the pod netns, brought up by the loopback plugin outside the configured chain, as the kubelet did. */
+  const loopback = (cmd: CniCommand, entry: CacheEntry, signal?: AbortSignal): Promise<unknown> =>
+    execPlugin(
+      { type: 'loopback', name: 'cni-loopback', cniVersion: entry.config.cniVersion },
+      { command: cmd, containerId: entry.sandboxId, netns: entry.netns, ifName: 'lo', args: {}, binDirs: opts.binDirs, timeoutMs, signal },
+    );
 
   /** DEL through the chain in reverse; every plugin is tried, the first error is reported. */
   const del = async (entry: CacheEntry, signal?: AbortSignal): Promise<void> => {
@@ -120,15 +135,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
       }
     }
     // lo disappears with the netns; DEL is a courtesy
-    await execPlugin(loopback(entry), {
-      command: 'DEL',
-      containerId: entry.sandboxId,
-      netns: entry.netns,
-      ifName: 'lo',
-      args: {},
-      binDirs: opts.binDirs,
-      timeoutMs,
-    }).catch(() => undefined);
+    await loopback('DEL', entry).catch(() => undefined);
     if (first) throw first;
   };
 
@@ -145,28 +152,10 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
       if (!config || problem) throw new Error(`set up network of pod ${req.podNamespace}/${req.podName}: network plugin is not ready: ${problem}`);
       const log = logger.child({ podSandboxId: shortId(req.sandboxId) });
       const c = await getCache();
-      const entry: CacheEntry = {
-        sandboxId: req.sandboxId,
-        podName: req.podName,
-        podNamespace: req.podNamespace,
-        podUid: req.podUid,
-        netns: req.netnsPath,
-        ifName: IFNAME,
-        portMappings: req.portMappings,
-        config,
-      };
+      const entry = entryFor(req, config);
       await c.write(entry);
       try {
-        await execPlugin(loopback(entry), {
-          command: 'ADD',
-          containerId: entry.sandboxId,
-          netns: entry.netns,
-          ifName: 'lo',
-          args: {},
-          binDirs: opts.binDirs,
-          timeoutMs,
-          signal: req.signal,
-        });
+        await loopback('ADD', entry, req.signal);
         let prev: unknown;
         for (const plugin of config.plugins) {
           prev = await run('ADD', entry, plugin, prev, req.signal);
@@ -196,16 +185,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
         // a netns that is gone is fine: plugins release IPs and rules by container id
         entry = { ...cached, netns: req.netnsPath };
       } else if (req.adopted && current) {
-        entry = {
-          sandboxId: req.sandboxId,
-          podName: req.podName,
-          podNamespace: req.podNamespace,
-          podUid: req.podUid,
-          netns: req.netnsPath,
-          ifName: IFNAME,
-          portMappings: req.portMappings,
-          config: current,
-        };
+        entry = entryFor(req, current);
       } else {
         // nothing recorded: our ADD never started, so there is nothing to release
         return;

@@ -285,14 +285,14 @@ describe('Exec over SPDY', () => {
 
   it('rejects a reused or unknown token without starting anything', async () => {
     const url = await execUrl(worker, ['sh', '-c', 'echo once']);
-    const out = await finishRemote(await spdyRemote(url, {}));
+    const out = await finishRemote(await spdyRemote(url, { stderr: true }));
     expect(out.stdout).toBe('once\n');
-    await expect(spdyRemote(url, {})).rejects.toMatchObject({ statusCode: 404 });
-    await expect(spdyRemote(url.replace(/[^/]+$/, 'AAAAAAAAAAAAAAAAAAAAAA'), {})).rejects.toMatchObject({ statusCode: 404 });
+    await expect(spdyRemote(url, { stderr: true })).rejects.toMatchObject({ statusCode: 404 });
+    await expect(spdyRemote(url.replace(/[^/]+$/, 'AAAAAAAAAAAAAAAAAAAAAA'), { stderr: true })).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it('kills the exec process when the client disconnects mid-stream', async () => {
-    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo started; sleep 303; echo never']), {});
+    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo started; sleep 303; echo never']), { stderr: true });
     await new Promise<void>((resolve) => r.stdout!.once('data', () => resolve()));
     r.client.socket.destroy();
     await eventually(async () => !(await psOutput(worker)).includes('sleep 303'), 'sleep 303 gone');
@@ -301,7 +301,7 @@ describe('Exec over SPDY', () => {
 
   it('runs 20 sessions at once', async () => {
     const results = await Promise.all(
-      Array.from({ length: 20 }, async (_, i) => finishRemote(await spdyRemote(await execUrl(worker, ['sh', '-c', `echo session-${i}`]), {}))),
+      Array.from({ length: 20 }, async (_, i) => finishRemote(await spdyRemote(await execUrl(worker, ['sh', '-c', `echo session-${i}`]), { stderr: true }))),
     );
     results.forEach((r, i) => expect(r.stdout).toBe(`session-${i}\n`));
   });
