@@ -35,7 +35,7 @@ export async function createResultCache(dir: string): Promise<ResultCache> {
     return path.join(dir, `${id}.json`);
   };
   return {
-    write: async (entry) => writeFileAtomic(fileOf(entry.sandboxId), JSON.stringify(entry, null, 2) + "\n"),
+    write: async (entry) => writeFileAtomic(fileOf(entry.sandboxId), JSON.stringify(entry, null, 2) + '\n'),
     async read(id) {
       try {
         const e = JSON.parse(await fsp.readFile(fileOf(id), 'utf8')) as CacheEntry;
