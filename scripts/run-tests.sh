@@ -8,6 +8,6 @@ npx tsc -p test/tsconfig.json --noEmit || exit 1
 out=$(mktemp)
 npx jest --runInBand --json --outputFile="$out" "$@"
 rc=$?
-node -e 'const r = require(process.argv[1]); console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed`)' "$out" || true
+node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed`)' "$out" || true
 rm -f "$out"
 exit $rc

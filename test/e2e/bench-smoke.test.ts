@@ -9,7 +9,7 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   execFileSync('npx', ['tsc', '-p', 'bench/tsconfig.json'], { cwd: REPO, stdio: 'pipe' });
   const out = execFileSync(process.execPath, [path.join(REPO, 'bench', 'dist', 'bench', 'bench.js'), '--smoke'], { cwd: REPO, encoding: 'utf8' });
   process.stdout.write(out);
-  expect(out).toMatch(/RunPodSandbox p50, host network vs raw create\+start \| [\d.]+ ms +\| [\d.]+ ms +\| [\d.]+/);
+  expect(out).toMatch(/RunPodSandbox p50, host network vs raw create\+start +\| +[\d.]+ ms +\| +[\d.]+ ms +\| +[\d.]+/);
   expect(out).toMatch(/concurrent pods .* 0 failures, 0 leaks/);
   // List RPCs cost one Docker call whatever the number of pods
   expect(out).toMatch(/ListPodSandbox at 2 pods \(docker calls per RPC: 1\)/);
