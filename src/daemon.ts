@@ -12,6 +12,7 @@ import { lowestOomScoreAdj } from './docker/oom-score';
 import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
+import { startStreamingServer } from './streaming/server';
 import { isDockerUnreachable } from './server/errors';
 import { createMetrics, instrumentNetwork, startMetricsServer } from './server/metrics';
 import { listContainers } from './cri/container-list';
@@ -68,7 +69,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const stopJanitor = startNetworkJanitor(deps, logger);
   const logs = createLogManager(client.api, logger);
   await resumeLogCopies(deps, logs);
-  const service = createDockerService(deps, logs);
+  const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker: client.api, logger });
+  const service = createDockerService(deps, logs, streaming);
   const server = await startCriServer({
     endpoint: config.containerRuntimeEndpoint,
     runtime: service.runtime,
@@ -89,6 +91,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       // event streams never end on their own: close them so shutdown is not held up
       service.events.close();
       await server.shutdown();
+      await streaming.close();
       await metricsServer?.close();
       stopJanitor();
       logs.closeAll();
@@ -125,4 +128,11 @@ function countBy(values: Array<string | number | undefined>): Record<string, num
     out[k] = (out[k] ?? 0) + 1;
   }
   return out;
+}
+
+/** `host:port`, `[v6]:port` or a bare host (ephemeral port) for --streaming-bind-addr. */
+export function parseBindAddr(value: string): { bindAddress: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*))(?::(\d+))?$/.exec(value);
+  if (!m) throw new Error(`--streaming-bind-addr ${JSON.stringify(value)}: expected host:port`);
+  return { bindAddress: m[1] ?? (m[2] || '127.0.0.1'), port: m[3] ? Number(m[3]) : 0 };
 }

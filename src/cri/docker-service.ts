@@ -4,8 +4,9 @@ import { createContainer } from './container-create';
 import { reopenContainerLog, removeContainer, removeContainerFully, startContainer, stopContainer } from './container-lifecycle';
 import { listContainersRpc } from './container-list';
 import type { LogManager } from './container-logs';
+import type { StreamingServer } from '../streaming/server';
 import { createEventHub, getContainerEvents, type EventHub } from './container-events';
-import { execSync } from './exec-sync';
+import { execHandlers } from './exec';
 import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './container-update';
@@ -25,6 +26,7 @@ import { streamContainers, streamPodSandboxes } from './stream-lists';
 export function createDockerService(
   deps: ServiceDeps,
   logs: LogManager,
+  streaming: StreamingServer,
 ): { runtime: RuntimeImpl; image: ImageImpl; events: EventHub } {
   const events = createEventHub(deps);
   const runtime: RuntimeImpl = {
@@ -43,7 +45,7 @@ export function createDockerService(
     ContainerStatus: containerStatus(deps),
     UpdateContainerResources: updateContainerResources(deps),
     ReopenContainerLog: reopenContainerLog(deps, logs),
-    ExecSync: execSync(deps),
+    ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
     StreamPodSandboxes: streamPodSandboxes(deps),
     StreamContainers: streamContainers(deps),
     GetContainerEvents: getContainerEvents(events),

@@ -241,7 +241,8 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
           if (errStream) {
             const payload = errorStreamPayload(protocol, outcome);
             if (payload) errStream.write(payload);
-            errStream.end();
+            // the exit status must be on the wire before GOAWAY, or the client reads an empty stream
+            await endAndWait(errStream);
           }
           closeConnection(up);
         },
