@@ -121,10 +121,10 @@ export function header(headers: SpdyHeaders, name: string): string | undefined {
  * A writable for an outgoing SPDY stream that waits while the TCP socket is
  * backed up, since spdy-transport itself no longer throttles (flow control off).
  */
-export function writeGate(stream: SpdyStream, socket: Duplex): PassThrough {
-  const gate = new PassThrough({ highWaterMark: 256 * 1024 });
+export function writeGate(stream: SpdyStream, socket: Duplex): FlushingGate {
+  const gate = new PassThrough({ highWaterMark: 256 * 1024 }) as FlushingGate;
   const sock = socket as Duplex & { writableLength: number };
-  (async () => {
+  gate.flushed = (async () => {
     for await (const chunk of gate) {
       if (stream.destroyed) continue;
       stream.write(chunk as Buffer);
@@ -144,6 +144,9 @@ export function writeGate(stream: SpdyStream, socket: Duplex): PassThrough {
   })().catch(() => undefined);
   return gate;
 }
+
+/** A writeGate, with a promise for when everything written has reached the SPDY stream. */
+export type FlushingGate = PassThrough & { flushed: Promise<void> };
 
 /** Ends a writable and resolves once everything written before was handed on. */
 export function endAndWait(w: NodeJS.WritableStream & { writableFinished?: boolean; destroyed?: boolean }): Promise<void> {
@@ -208,7 +211,8 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
       } else if (type !== 'stdin') {
         stream.resume(); // nothing comes from the client here; reading lets the stream close
       }
-      if (type === 'stdin' || type === 'resize') stream.end(); // we never write to these
+      // we never write to resize; stdin is left open both ways (ending our half ends spdy-transport's read side too)
+      if (type === 'resize') stream.end();
       if (![...expected].every((t) => got.has(t))) return;
       clearTimeout(timer);
       socket.off('close', onClose);
@@ -232,7 +236,8 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
           finished = true;
           // output first: client-go reads the error stream only after stdout/stderr end
           await Promise.all([stdout ? endAndWait(stdout) : undefined, stderr ? endAndWait(stderr) : undefined]);
-          await new Promise((r) => setImmediate(r));
+          // 'finish' only means the gate took the data: wait until it reached the SPDY streams
+          await Promise.all([stdout?.flushed, stderr?.flushed]);
           for (const t of ['stdout', 'stderr'] as const) {
             const s = got.get(t);
             if (s && !s.writableEnded) s.end();
