@@ -16,6 +16,12 @@ export const CONTAINER_LOGPATH_LABEL = 'io.kubernetes.container.logpath';
 export const ATTEMPT_LABEL = 'io.crishim.attempt';
 /** crishim's own: creation time in ns (Docker's list call only has seconds; status and list must agree). */
 export const CREATED_LABEL = 'io.crishim.created';
+/**
+ * crishim's own: the root directory of the crishim that created a sandbox. Start-up
+ * reconciliation only cleans up its own half-made sandboxes, never those of another
+ * crishim sharing the Docker Engine (tests, or two instances on one host).
+ */
+export const ROOT_LABEL = 'io.crishim.root';
 /** CRI annotations travel as labels with this prefix (Docker has no annotations). */
 export const ANNOTATION_PREFIX = 'annotation.';
 
@@ -27,7 +33,7 @@ export const ANNOTATION_PREFIX = 'annotation.';
 export const IMPLICIT_LABEL = 'io.crishim.implicit-labels';
 
 /** Labels crishim owns; never reported back as CRI labels. */
-const INTERNAL = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL]);
+const INTERNAL = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL, ROOT_LABEL]);
 
 /**
  * Builds the Docker label map from CRI labels, annotations, our private keys

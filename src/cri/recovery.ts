@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import type { ServiceDeps } from './deps';
-import { CREATED_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { removeDockerContainer } from './sandbox-remove';
 
 /**
@@ -39,7 +39,8 @@ export async function reconcile(deps: ServiceDeps, logger: Logger): Promise<void
   }
 
   for (const c of sandboxes) {
-    const ours = c.Labels[CREATED_LABEL] !== undefined;
+    // created by this crishim (same root directory), not by cri-dockerd or another crishim
+    const ours = c.Labels[ROOT_LABEL] === deps.config.rootDirectory;
     if (!ours || checkpointIds.has(c.Id) || c.State !== 'created') continue;
     log.warn('removing a pause container created right before a crash', { podSandboxId: shortId(c.Id) });
     await undo(deps, c.Id, log);

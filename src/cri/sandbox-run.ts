@@ -8,7 +8,7 @@ import type { PortMappingSpec } from '../network/types';
 import { CriError, invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { ATTEMPT_LABEL, CREATED_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { sandboxName, withRandomSuffix } from './naming';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { nowNanos } from './time';
@@ -180,7 +180,7 @@ export function runPodSandbox(deps: ServiceDeps) {
     const labels = makeLabels(
       config.labels,
       config.annotations,
-      { [TYPE_LABEL]: TYPE_SANDBOX, [ATTEMPT_LABEL]: String(meta.attempt), [CREATED_LABEL]: createdAt },
+      { [TYPE_LABEL]: TYPE_SANDBOX, [ATTEMPT_LABEL]: String(meta.attempt), [CREATED_LABEL]: createdAt, [ROOT_LABEL]: deps.config.rootDirectory },
       { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
     );
     const createOpts: Docker.ContainerCreateOptions = {

@@ -98,7 +98,9 @@ export function acceptSpdy(req: IncomingMessage, socket: Duplex, head: Buffer, s
       `X-Stream-Protocol-Version: ${protocol}\r\n\r\n`,
   );
   if (head.length) socket.unshift(head);
-  const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: true, maxStreams: 1000 });
+  // receive window = the SPDY/3 default: a client that misses our SETTINGS still
+  // gets WINDOW_UPDATEs in time (with a larger window it would stall at 64 KiB)
+  const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: true, maxStreams: 1000, windowSize: 64 * 1024 });
   acceptStreamsWithoutPath(conn);
   ignoreSendWindow((conn as unknown as ConnInternals)._spdyState.window.send);
   conn.on('error', () => undefined); // socket errors end up as 'close'

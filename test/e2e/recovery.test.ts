@@ -92,3 +92,20 @@ describe('kill -9 during CreateContainer', () => {
     await expectNothingLeft((config.metadata as { uid: string }).uid);
   });
 });
+
+describe('start-up reconciliation', () => {
+  it('never touches a half-made sandbox of another crishim sharing the engine', async () => {
+    const { docker } = await import('./harness');
+    // what another crishim (other root directory) has between create and checkpoint
+    const foreign = await docker.createContainer({
+      Image: 'registry.k8s.io/pause:3.10',
+      Labels: { 'io.kubernetes.docker.type': 'podsandbox', 'io.crishim.created': '1', 'io.crishim.root': '/var/lib/other-crishim' },
+    });
+    try {
+      await h.restart();
+      expect((await foreign.inspect()).State.Status).toBe('created');
+    } finally {
+      await foreign.remove({ force: true });
+    }
+  });
+});
