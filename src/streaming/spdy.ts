@@ -98,9 +98,9 @@ export function acceptSpdy(req: IncomingMessage, socket: Duplex, head: Buffer, s
       `X-Stream-Protocol-Version: ${protocol}\r\n\r\n`,
   );
   if (head.length) socket.unshift(head);
-  // receive window = the SPDY/3 default: a client that misses our SETTINGS still
-  // gets WINDOW_UPDATEs in time (with a larger window it would stall at 64 KiB)
-  const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: true, maxStreams: 1000, windowSize: 64 * 1024 });
+  // autoSpdy31: the upgrade says SPDY/3.1, whose session-level window a
+  // flow-controlling client waits on (SPDY/3 frames do not tell the versions apart)
+  const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: true, maxStreams: 1000, autoSpdy31: true });
   acceptStreamsWithoutPath(conn);
   ignoreSendWindow((conn as unknown as ConnInternals)._spdyState.window.send);
   conn.on('error', () => undefined); // socket errors end up as 'close'
