@@ -213,8 +213,8 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
       } else if (type !== 'stdin') {
         stream.resume(); // nothing comes from the client here; reading lets the stream close
       }
-      // we never write to resize; stdin is left open both ways (ending our half ends spdy-transport's read side too)
-      if (type === 'resize') stream.end();
+      // stdin and resize are left open both ways: ending our (unused) half ends spdy-transport's read side too,
+      // and later input or window changes would be lost; the connection's close ends them
       if (![...expected].every((t) => got.has(t))) return;
       clearTimeout(timer);
       socket.off('close', onClose);
