@@ -17,6 +17,7 @@ import { removePodSandbox } from './sandbox-remove';
 import { runPodSandbox } from './sandbox-run';
 import { podSandboxStatus } from './sandbox-status';
 import { stopPodSandbox } from './sandbox-stop';
+import { statsHandlers } from './stats';
 import { streamContainers, streamPodSandboxes } from './stream-lists';
 
 /**
@@ -46,6 +47,7 @@ export function createDockerService(
     UpdateContainerResources: updateContainerResources(deps),
     ReopenContainerLog: reopenContainerLog(deps, logs),
     ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
+    ...statsHandlers(deps),
     StreamPodSandboxes: streamPodSandboxes(deps),
     StreamContainers: streamContainers(deps),
     GetContainerEvents: getContainerEvents(events),
