@@ -15,5 +15,6 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   expect(out).toMatch(/ListPodSandbox at 2 pods \(docker calls per RPC: 1\)/);
   expect(out).toMatch(/ListPodSandbox at 5 pods \(docker calls per RPC: 1\)/);
   expect(out).toMatch(/ListContainers at 5 pods \(docker calls per RPC: 1\)/);
+  expect(out).toMatch(/ListContainerStats at 5 pods \(docker calls per RPC: 1\)/);
   expect(out).toMatch(/daemon RSS idle \/ after 20 create\+remove cycles \(quarters: [\d., ]+ MiB\)/);
 });
