@@ -9,7 +9,7 @@
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import { promises as fsp, existsSync } from 'fs';
-import * as http from 'http';
+import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
@@ -47,8 +47,33 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
 interface Daemon {
   proc: ChildProcess;
   runtime: RuntimeServiceClient;
-  metricsPort: number;
   dir: string;
+  /** Docker API requests crishim made so far, counted by the proxy it talks through. */
+  dockerRequests(): number;
+  closeProxy(): void;
+}
+
+/**
+ * A counting relay between crishim and dockerd: every HTTP request line that
+ * crosses it is one Docker API call. Counting outside the daemon keeps the
+ * measurement honest (no self-reporting, no scrape traffic mixed in).
+ */
+async function dockerProxy(socketPath: string): Promise<{ count(): number; close(): void }> {
+  let requests = 0;
+  const REQUEST_LINE = /(?:GET|POST|PUT|DELETE|HEAD) \/\S* HTTP\/1\.[01]\r\n/g;
+  const server = net.createServer((client) => {
+    const upstream = net.connect('/var/run/docker.sock');
+    client.on('data', (c: Buffer) => {
+      requests += (c.toString('latin1').match(REQUEST_LINE) ?? []).length;
+      upstream.write(c);
+    });
+    upstream.pipe(client);
+    client.on('end', () => upstream.end());
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  return { count: () => requests, close: () => server.close() };
 }
 
 async function startDaemon(): Promise<Daemon> {
@@ -62,12 +87,13 @@ async function startDaemon(): Promise<Daemon> {
   conf.plugins[0].ipam.dataDir = path.join(dir, 'ipam');
   await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
   const socket = path.join(dir, 'crishim.sock');
+  const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'));
   const proc = spawn(process.execPath, [
     path.join(REPO, 'dist', 'main.js'),
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
     '--cni-conf-dir', confDir,
-    '--metrics-bind-address', '127.0.0.1:0',
+    '--docker-endpoint', `unix://${path.join(dir, 'docker-proxy.sock')}`,
     '--log-level', 'warn',
     '--log-format', 'json',
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -77,20 +103,8 @@ async function startDaemon(): Promise<Daemon> {
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
   const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
   for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
-  // the metrics port is only logged at info: ask the OS instead
-  const metricsPort = await new Promise<number>((resolve, reject) => {
-    const deadline = Date.now() + 10_000;
-    const look = (): void => {
-      const out = execFileSync('ss', ['-ltnpH'], { encoding: 'utf8' });
-      const line = out.split('\n').find((l) => l.includes(`pid=${proc.pid},`) && l.includes('127.0.0.1:'));
-      const m = line && /127\.0\.0\.1:(\d+)/.exec(line);
-      if (m) return resolve(Number(m[1]));
-      if (Date.now() > deadline) return reject(new Error(`no metrics listener; log: ${log}`));
-      setTimeout(look, 100);
-    };
-    look();
-  });
-  return { proc, runtime, metricsPort, dir };
+  if (!existsSync(socket)) throw new Error(`crishim did not start; log: ${log}`);
+  return { proc, runtime, dir, dockerRequests: proxy.count, closeProxy: proxy.close };
 }
 
 function rpc<T>(d: Daemon, method: string, req: unknown): Promise<T> {
@@ -98,17 +112,6 @@ function rpc<T>(d: Daemon, method: string, req: unknown): Promise<T> {
     const fn = (d.runtime as unknown as Record<string, (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void>)[method];
     fn.call(d.runtime, req, new grpc.Metadata(), { deadline: Date.now() + 300_000 }, (e, res) => (e ? reject(e) : resolve(res)));
   });
-}
-
-async function dockerCalls(d: Daemon): Promise<number> {
-  const text = await new Promise<string>((resolve, reject) =>
-    http.get(`http://127.0.0.1:${d.metricsPort}/metrics`, (res) => {
-      let b = '';
-      res.on('data', (c: Buffer) => (b += c.toString()));
-      res.on('end', () => resolve(b));
-    }).on('error', reject),
-  );
-  return text.split('\n').filter((l) => l.startsWith('crishim_docker_request_duration_seconds_count')).reduce((s, l) => s + Number(l.split(' ').pop()), 0);
 }
 
 let podSeq = 0;
@@ -210,16 +213,13 @@ async function lists(d: Daemon): Promise<void> {
     };
     const rawSandboxes = await rawFor('podsandbox');
     const rawContainers = await rawFor('container');
-    // a scrape itself costs Docker calls (the state gauges): measure that, then subtract it
-    const a = await dockerCalls(d);
-    const scrapeCost = (await dockerCalls(d)) - a;
     for (const method of ['ListPodSandbox', 'ListContainers', 'ListContainerStats']) {
       const rawT = method === 'ListPodSandbox' ? rawSandboxes : rawContainers;
       const ts: number[] = [];
       let calls = Infinity;
       let failed = '';
       for (let i = 0; i < 5; i++) {
-        const before = await dockerCalls(d);
+        const before = d.dockerRequests();
         try {
           ts.push((await timed(() => rpc(d, method, {})))[0]);
         } catch (e) {
@@ -227,7 +227,7 @@ async function lists(d: Daemon): Promise<void> {
           break;
         }
         // the least over several tries: the background health probe may land in one
-        calls = Math.min(calls, (await dockerCalls(d)) - before - scrapeCost);
+        calls = Math.min(calls, d.dockerRequests() - before);
       }
       if (failed) record(`${method} at ${n} pods`, `failed: ${failed.slice(0, 60)}`, ms(pct(rawT, 50)), '-');
       else record(`${method} at ${n} pods (docker calls per RPC: ${calls})`, ms(pct(ts, 50)), ms(pct(rawT, 50)), (pct(ts, 50) / pct(rawT, 50)).toFixed(2));
@@ -281,6 +281,7 @@ async function main(): Promise<void> {
   } finally {
     d.proc.kill('SIGTERM');
     d.runtime.close();
+    d.closeProxy();
     try {
       execFileSync('ip', ['link', 'del', 'crishimbench0'], { stdio: 'ignore' });
     } catch {
