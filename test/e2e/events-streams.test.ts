@@ -1,7 +1,6 @@
 import * as http from 'http';
-import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
 import type { ContainerEventResponse__Output } from '../../src/generated/runtime/v1/ContainerEventResponse';
 
 jest.setTimeout(180_000);
@@ -12,14 +11,6 @@ beforeAll(async () => {
 });
 afterAll(() => teardown(h));
 
-function collect<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
-  return new Promise((resolve, reject) => {
-    const out: T[] = [];
-    stream.on('data', (m: T) => out.push(m));
-    stream.on('end', () => resolve(out));
-    stream.on('error', reject);
-  });
-}
 
 async function metricsText(): Promise<string> {
   const log = await import('fs').then((fs) => fs.promises.readFile(h.logFile, 'utf8'));

@@ -227,3 +227,13 @@ export async function reservedIps(ipamDir: string): Promise<string[]> {
   }
   return out;
 }
+
+/** Every message of a server stream, once it ends. */
+export function collect<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    const out: T[] = [];
+    stream.on('data', (m: T) => out.push(m));
+    stream.on('end', () => resolve(out));
+    stream.on('error', reject);
+  });
+}

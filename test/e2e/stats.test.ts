@@ -1,7 +1,6 @@
 import { execFileSync } from 'child_process';
-import * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -23,14 +22,6 @@ async function run(name: string, command: string[], labels: Record<string, strin
   return id;
 }
 
-function collect<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
-  return new Promise((resolve, reject) => {
-    const out: T[] = [];
-    stream.on('data', (m: T) => out.push(m));
-    stream.on('end', () => resolve(out));
-    stream.on('error', reject);
-  });
-}
 
 beforeAll(async () => {
   h = await startCrishim({ subnetIndex: 214 });
