@@ -4,7 +4,7 @@ import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
 import { createLogManager } from './cri/container-logs';
 import { createDockerService } from './cri/docker-service';
-import { CONTAINER_LOGPATH_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
+import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
 import { connectDocker, instrumentDocker } from './docker/client';
 import { createEngineInfo } from './docker/engine-info';
@@ -104,11 +104,16 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
 /**
  * After a restart, picks the CRI log copy up where the files end: running
  * containers keep being followed, exited ones get their last output flushed.
+ * Only this crishim's containers: cri-dockerd's log paths are symlinks to
+ * Docker's own log, which must never be written to.
  */
 async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>): Promise<void> {
   let containers;
   try {
-    containers = await deps.docker.listContainers({ all: true, filters: { label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`] } });
+    containers = await deps.docker.listContainers({
+      all: true,
+      filters: { label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`] },
+    });
   } catch (err) {
     deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
     return;

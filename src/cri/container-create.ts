@@ -13,6 +13,7 @@ import {
   POD_NAME_LABEL,
   POD_NAMESPACE_LABEL,
   POD_UID_LABEL,
+  ROOT_LABEL,
   SANDBOX_ID_LABEL,
   TYPE_CONTAINER,
   TYPE_LABEL,
@@ -60,6 +61,7 @@ export function createContainer(deps: ServiceDeps) {
         [SANDBOX_ID_LABEL]: sandbox.id,
         [ATTEMPT_LABEL]: String(attempt),
         [CREATED_LABEL]: nowNanos(),
+        [ROOT_LABEL]: deps.config.rootDirectory,
         ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
       },
       {

@@ -1,3 +1,4 @@
+import { lstatSync } from 'fs';
 import type { DockerApi } from '../docker/client';
 import { CriLogFile, lastTimestamp, type LogStream } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
@@ -64,6 +65,11 @@ export function createLogManager(docker: DockerApi, logger: Logger): LogManager 
 
   const start = (containerId: string, logPath: string, tty: boolean): void => {
     const log = logger.child({ containerId: shortId(containerId) });
+    // a symlink here is cri-dockerd's link to Docker's own json log: never write through it
+    if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      log.info('container log path is a symlink (cri-dockerd container); not copying logs', { logPath });
+      return;
+    }
     let file: CriLogFile;
     try {
       file = new CriLogFile(logPath);
