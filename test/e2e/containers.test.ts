@@ -188,6 +188,19 @@ describe('container lifecycle details', () => {
     expect((await codeOf(call(h.runtime, 'ReopenContainerLog', { container_id: id }))).code).toBe(status.FAILED_PRECONDITION);
   });
 
+  it('appends to its log when a container is started again, and stops writing once removed', async () => {
+    const id = await createContainer(pod, 'again', { command: ['sh', '-c', 'echo run-$(cat /proc/uptime | cut -d" " -f1)'] });
+    const file = path.join(pod.logDir, 'again', '0.log');
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    await waitExited(id);
+    await waitForFile(file, /run-/);
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const log = await waitForFile(file, /run-.*\n.*run-/);
+    expect(log.trimEnd().split('\n')).toHaveLength(2);
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+    await expect(fsp.stat(file)).rejects.toThrow();
+  });
+
   it('applies UpdateContainerResources through Docker', async () => {
     const id = await createContainer(pod, 'updatable', { command: ['sleep', '3600'] });
     await call(h.runtime, 'StartContainer', { container_id: id });
