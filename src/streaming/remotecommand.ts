@@ -116,3 +116,22 @@ export function createResizeDecoder(onSize: (s: TerminalSize) => void): (chunk: 
     }
   };
 }
+
+/**
+ * Holds the latest terminal size until the session subscribes (a client may send
+ * one before the exec starts), then forwards every later one.
+ */
+export function resizeRelay(): { push(size: TerminalSize): void; onResize(listener: (s: TerminalSize) => void): void } {
+  let last: TerminalSize | undefined;
+  let listener: ((s: TerminalSize) => void) | undefined;
+  return {
+    push(size) {
+      last = size;
+      listener?.(size);
+    },
+    onResize(l) {
+      listener = l;
+      if (last) l(last);
+    },
+  };
+}

@@ -7,12 +7,12 @@ import {
   ACCEPTED_PROTOCOLS_HEADER,
   STREAM_PROTOCOL_HEADER,
   createResizeDecoder,
+  resizeRelay,
   errorStreamPayload,
   headerValues,
   negotiate,
   supportsResize,
   type SessionOutcome,
-  type TerminalSize,
 } from './remotecommand';
 import type { StreamSet } from './session';
 
@@ -182,8 +182,7 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
   const got = new Map<string, SpdyStream>();
   const gone = new AbortController();
   socket.once('close', () => gone.abort());
-  let lastSize: TerminalSize | undefined;
-  let resizeListener: ((s: TerminalSize) => void) | undefined;
+  const resize = resizeRelay();
 
   return new Promise<StreamSet>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`timed out waiting for client streams (have ${[...got.keys()].join(',')})`)), timeoutMs);
@@ -205,10 +204,7 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
       }
       got.set(type, stream);
       if (type === 'resize') {
-        const decode = createResizeDecoder((s) => {
-          lastSize = s;
-          resizeListener?.(s);
-        });
+        const decode = createResizeDecoder(resize.push);
         stream.on('data', decode);
       } else if (type !== 'stdin') {
         stream.resume(); // nothing comes from the client here; reading lets the stream close
@@ -229,10 +225,7 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
         stdout,
         stderr,
         gone: gone.signal,
-        onResize(listener) {
-          resizeListener = listener;
-          if (lastSize) listener(lastSize);
-        },
+        onResize: resize.onResize,
         async finish(outcome: SessionOutcome) {
           if (finished) return;
           finished = true;

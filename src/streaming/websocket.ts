@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'http';
 import type { Duplex } from 'stream';
 import { PassThrough, Writable } from 'stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createResizeDecoder, errorStreamPayload, supportsResize, type SessionOutcome, type TerminalSize } from './remotecommand';
+import { createResizeDecoder, errorStreamPayload, resizeRelay, supportsResize, type SessionOutcome } from './remotecommand';
 import type { StreamSet } from './session';
 
 /** Channel ids of the remotecommand WebSocket protocols. */
@@ -121,12 +121,8 @@ export function wsRemoteCommand(ws: WebSocket, wants: WsWants): StreamSet {
   const stderr = wants.stderr && !wants.tty ? new ChannelWriter(chans, CH_STDERR) : null;
   const gone = new AbortController();
   let finished = false;
-  let lastSize: TerminalSize | undefined;
-  let resizeListener: ((s: TerminalSize) => void) | undefined;
-  const decodeResize = createResizeDecoder((s) => {
-    lastSize = s;
-    resizeListener?.(s);
-  });
+  const resize = resizeRelay();
+  const decodeResize = createResizeDecoder(resize.push);
   chans.onData((ch, data) => {
     if (ch === CH_STDIN && stdin && !stdin.writableEnded) stdin.write(data);
     else if (ch === CH_RESIZE && wants.tty && supportsResize(protocol)) decodeResize(data);
@@ -145,10 +141,7 @@ export function wsRemoteCommand(ws: WebSocket, wants: WsWants): StreamSet {
     stdout,
     stderr,
     gone: gone.signal,
-    onResize(listener) {
-      resizeListener = listener;
-      if (lastSize) listener(lastSize);
-    },
+    onResize: resize.onResize,
     async finish(outcome: SessionOutcome) {
       if (finished) return;
       finished = true;
