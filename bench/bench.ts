@@ -124,6 +124,20 @@ function pod(hostNetwork: boolean): Record<string, unknown> {
   };
 }
 
+/** RunPodSandbox + CreateContainer + StartContainer of a sleeping busybox, as a kubelet starts a pod; `onSandbox` sees the id first. */
+async function runPodWithApp(d: Daemon, hostNetwork: boolean, onSandbox: (id: string) => void = () => undefined): Promise<string> {
+  const config = pod(hostNetwork);
+  const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
+  onSandbox(id);
+  const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
+    pod_sandbox_id: id,
+    config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
+    sandbox_config: config,
+  });
+  await rpc(d, 'StartContainer', { container_id: c });
+  return id;
+}
+
 async function removePod(d: Daemon, id: string): Promise<void> {
   await rpc(d, 'StopPodSandbox', { pod_sandbox_id: id });
   await rpc(d, 'RemovePodSandbox', { pod_sandbox_id: id });
@@ -169,17 +183,8 @@ async function concurrent(d: Daemon): Promise<void> {
   await Promise.all(
     Array.from({ length: sizes.concurrent }, async () => {
       try {
-        const config = pod(false);
-        const [t] = await timed(async () => {
-          const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
-          ids.push(id);
-          const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
-            pod_sandbox_id: id,
-            config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
-            sandbox_config: config,
-          });
-          await rpc(d, 'StartContainer', { container_id: c });
-        });
+        // the id is recorded as soon as the sandbox exists, so a later failure still gets cleaned up
+        const [t] = await timed(() => runPodWithApp(d, false, (id) => ids.push(id)));
         lat.push(t);
       } catch {
         failures++;
@@ -194,17 +199,7 @@ async function concurrent(d: Daemon): Promise<void> {
 async function lists(d: Daemon): Promise<void> {
   const ids: string[] = [];
   for (const n of sizes.lists) {
-    while (ids.length < n) {
-      const config = pod(true);
-      const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
-      const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
-        pod_sandbox_id: id,
-        config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
-        sandbox_config: config,
-      });
-      await rpc(d, 'StartContainer', { container_id: c });
-      ids.push(id);
-    }
+    while (ids.length < n) ids.push(await runPodWithApp(d, true));
     // the baseline is the very Docker query the RPC makes, issued directly
     const rawFor = async (type: string): Promise<number[]> => {
       const ts: number[] = [];
