@@ -1,10 +1,11 @@
 import { promises as fsp } from 'fs';
-import { failedPrecondition, isDockerNotFound, toCriError } from '../server/errors';
+import { failedPrecondition, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import type { LogManager } from './container-logs';
 import { findContainer, mustFindContainer } from './container-lookup';
 import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from './labels';
+import { removeDockerContainer } from './sandbox-remove';
 import { stopQuietly } from './sandbox-stop';
 import { checkId } from './validation';
 
@@ -56,9 +57,9 @@ export async function removeContainerFully(deps: ServiceDeps, logs: LogManager, 
   if (!info) return;
   logs.stop(info.Id);
   try {
-    await deps.docker.getContainer(info.Id).remove({ force: true, v: true });
+    await removeDockerContainer(deps, info.Id);
   } catch (err) {
-    if (!isDockerNotFound(err)) throw toCriError(err, `RemoveContainer ${info.Id}`);
+    throw toCriError(err, `RemoveContainer ${info.Id}`);
   }
   const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
   if (logPath) await fsp.rm(logPath, { force: true });
