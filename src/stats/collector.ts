@@ -1,121 +1,197 @@
-import { promises as fsp } from 'fs';
-import * as path from 'path';
-import type Docker from 'dockerode';
 import type { DockerApi } from '../docker/client';
-import { cgroupOfPid, readCgroupUsage, type CgroupPaths, type CgroupUsage } from './cgroup';
+import { log, type Logger } from '../logging/logger';
+import { childCgroups, DEFAULT_CGROUP_ROOT, keyPath, parentCgroup } from './cgroup-path';
+import { readCgroupUsage } from './cgroup';
+import { createFactsCache, type ContainerFacts } from './facts';
 import { readNetDev, type InterfaceUsage } from './netdev';
-
-/** What stats need about a container beyond Docker's list answer; learnt by one inspect, then cached. */
-interface Facts {
-  pid: number;
-  cgroup?: CgroupPaths;
-  upperDir?: string;
-}
+import { mapLimit } from './pool';
+import { createRateTracker } from './rate';
+import type { CgroupUsage } from './usage';
+import { createLayerUsageCache, type LayerUsage } from './writable-layer';
 
 export interface Sample {
+  id: string;
+  /** Wall-clock time of the reading, ns since the epoch (a decimal string, as CRI timestamps travel). */
   timestamp: string;
   usage: CgroupUsage;
-  /** CPU use since the previous sample of the same container, in nanocores. */
+  /** CPU use since the previous reading of the same container, in nanocores. */
   nanoCores?: number;
   writable?: { bytes: number; inodes: number };
+  /** Facts the pod aggregation needs (cgroup paths, netns pid). */
+  facts?: ContainerFacts;
 }
 
-/** A du of the writable layer is a directory walk: bounded, and remembered for a while. */
-const DU_TTL_MS = 10_000;
-const DU_MAX_ENTRIES = 50_000;
+export interface PodSample {
+  timestamp: string;
+  /** The pod cgroup's usage, or the sum of its containers' (pause included). */
+  usage: CgroupUsage;
+  nanoCores?: number;
+  source: 'pod-cgroup' | 'sum';
+  /** Interfaces of the pod netns; undefined when not ready or on the host network. */
+  network?: InterfaceUsage[];
+}
 
-async function du(dir: string): Promise<{ bytes: number; inodes: number }> {
-  let bytes = 0;
-  let inodes = 0;
-  const stack = [dir];
-  while (stack.length > 0 && inodes < DU_MAX_ENTRIES) {
-    const d = stack.pop() as string;
-    let entries: import('fs').Dirent[];
-    try {
-      entries = await fsp.readdir(d, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      inodes++;
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else if (e.isFile()) bytes += (await fsp.lstat(p).catch(() => undefined))?.size ?? 0;
-    }
-  }
-  return { bytes, inodes };
+export interface Target {
+  id: string;
+  running: boolean;
 }
 
 export interface StatsCollector {
-  /** Usage of one container; `running` from Docker's list answer avoids an inspect for stopped ones. */
+  /** Samples many containers (bounded concurrency); those seen for the first time get a second reading after a short pause so they too have a CPU rate. */
+  containers(targets: Target[], signal?: AbortSignal): Promise<Sample[]>;
+  /** Pod-level usage for a sandbox (its pause container) and its already sampled containers. */
+  pod(sandbox: Target, members: Sample[], signal?: AbortSignal): Promise<PodSample>;
+  /** Forgets what is cached about ids of a kind that are not in `ids` (call after an unfiltered list). */
+  retain(ids: Set<string>, kind?: 'container' | 'sandbox'): void;
+  /** One container (kept for callers that sample one at a time). */
   sample(id: string, running: boolean): Promise<Sample>;
-  /** Interfaces of the network namespace a container's process lives in (the pod's, for a pause container). */
+  /** Interfaces of the netns a container's process lives in (the pod's, for a pause container). */
   network(id: string): Promise<InterfaceUsage[] | undefined>;
-  /** Forgets containers that no longer exist. */
-  retain(ids: Set<string>): void;
 }
 
-export function createStatsCollector(docker: DockerApi, now: () => bigint = () => BigInt(Date.now()) * 1_000_000n): StatsCollector {
-  const facts = new Map<string, Facts>();
-  const previous = new Map<string, { t: bigint; cpu: bigint }>();
-  const duCache = new Map<string, { at: number; value: { bytes: number; inodes: number } }>();
+export interface CollectorOptions {
+  cgroupRoot?: string;
+  /** Pause before the second reading of a container seen for the first time. */
+  settleMs?: number;
+  concurrency?: number;
+}
 
-  /** Cached facts, re-learnt when the process is gone or is not this container's any more. */
-  const factsOf = async (id: string): Promise<Facts | undefined> => {
-    const known = facts.get(id);
-    if (known && known.pid > 0) {
-      const cg = await fsp.readFile(`/proc/${known.pid}/cgroup`, 'utf8').catch(() => '');
-      if (cg.includes(id)) return known;
+const wallNanos = (): string => (BigInt(Date.now()) * 1_000_000n).toString();
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
     }
-    let info: Docker.ContainerInspectInfo;
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function sumUsage(all: CgroupUsage[]): CgroupUsage {
+  const num = (f: (u: CgroupUsage) => number | undefined): number | undefined =>
+    all.some((u) => f(u) !== undefined) ? all.reduce((acc, u) => acc + (f(u) ?? 0), 0) : undefined;
+  return {
+    cpuUsageNanos: all.some((u) => u.cpuUsageNanos !== undefined) ? all.reduce((acc, u) => acc + (u.cpuUsageNanos ?? 0n), 0n) : undefined,
+    memoryUsage: num((u) => u.memoryUsage),
+    workingSet: num((u) => u.workingSet),
+    rss: num((u) => u.rss),
+    pageFaults: num((u) => u.pageFaults),
+    majorPageFaults: num((u) => u.majorPageFaults),
+    pids: num((u) => u.pids),
+  };
+}
+
+export function createStatsCollector(docker: DockerApi, logger: Logger = log(), opts: CollectorOptions = {}): StatsCollector {
+  const root = opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
+  const settleMs = opts.settleMs ?? 100;
+  const concurrency = opts.concurrency ?? 16;
+  const facts = createFactsCache(docker, logger);
+  const rates = createRateTracker();
+  const layers = createLayerUsageCache();
+  const kinds = new Map<string, 'container' | 'sandbox'>();
+
+  const layerUsage = async (id: string, dir: string | undefined): Promise<LayerUsage | undefined> => {
+    if (!dir) return undefined;
     try {
-      info = await docker.getContainer(id).inspect();
-    } catch {
-      facts.delete(id);
+      const u = await layers.get(id, dir);
+      if (u.truncated) logger.debug('stats: writable layer walk hit its bound', { containerId: id, inodes: u.inodes });
+      return u;
+    } catch (err) {
+      logger.debug('stats: cannot measure writable layer', { containerId: id, error: (err as Error).message });
       return undefined;
     }
-    const pid = info.State.Running ? info.State.Pid : 0;
-    const f: Facts = {
-      pid,
-      cgroup: pid ? await cgroupOfPid(pid) : undefined,
-      upperDir: (info.GraphDriver?.Data as Record<string, string> | undefined)?.UpperDir,
-    };
-    facts.set(id, f);
-    return f;
+  };
+
+  const sampleOne = async (t: Target, kind: 'container' | 'sandbox'): Promise<Sample> => {
+    kinds.set(t.id, kind);
+    const f = await facts.resolve(t.id, t.running);
+    const timestamp = wallNanos();
+    const usage = f?.cgroup ? await readCgroupUsage(f.cgroup, root) : {};
+    const nanoCores = usage.cpuUsageNanos !== undefined ? rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
+    const layer = kind === 'container' ? await layerUsage(t.id, f?.upperDir) : undefined;
+    return { id: t.id, timestamp, usage, nanoCores, writable: layer && { bytes: layer.bytes, inodes: layer.inodes }, facts: f };
+  };
+
+  /** Samples, then re-samples after `settleMs` those without a previous CPU reading. */
+  const settled = async (targets: Target[], kind: 'container' | 'sandbox', signal?: AbortSignal): Promise<Sample[]> => {
+    const firstSight = new Set(targets.filter((t) => t.running && !rates.has(t.id)).map((t) => t.id));
+    const out = await mapLimit(targets, concurrency, (t) => sampleOne(t, kind));
+    const again = out.filter((s) => firstSight.has(s.id) && s.usage.cpuUsageNanos !== undefined);
+    if (again.length === 0 || settleMs <= 0) return out;
+    await sleep(settleMs, signal);
+    const redo = new Map((await mapLimit(again, concurrency, (s) => sampleOne({ id: s.id, running: true }, kind))).map((s) => [s.id, s]));
+    return out.map((s) => redo.get(s.id) ?? s);
+  };
+
+  /**
+   * The pod cgroup, when there is one of its own: the sandbox was given a
+   * CgroupParent, every running member sits directly under the same parent, and
+   * that parent holds nothing but this pod's containers. Docker's default
+   * parent (/docker, system.slice) is shared by all containers, so there the
+   * pod is the sum of its containers.
+   */
+  const podCgroup = async (pause: Sample, members: Sample[]) => {
+    const pf = pause.facts;
+    if (!pf?.cgroup || !pf.cgroupParent) return undefined;
+    const parent = parentCgroup(pf.cgroup);
+    const parentKey = keyPath(parent);
+    if (!parentKey || parentKey === '/') return undefined;
+    for (const m of members) {
+      if (m.facts?.cgroup && keyPath(parentCgroup(m.facts.cgroup)) !== parentKey) return undefined;
+    }
+    const ids = [pause.id, ...members.map((m) => m.id)];
+    const children = await childCgroups(parent, root);
+    if (!children || !children.every((c) => ids.some((id) => c.includes(id)))) return undefined;
+    return parent;
+  };
+
+  const readPod = async (sandbox: Target, pause: Sample, members: Sample[]): Promise<PodSample> => {
+    const running = members.filter((m) => m.facts?.cgroup);
+    const cg = sandbox.running ? await podCgroup(pause, running) : undefined;
+    const timestamp = wallNanos();
+    const network =
+      sandbox.running && pause.facts && pause.facts.pid > 0 && !pause.facts.hostNetwork ? await readNetDev(pause.facts.pid) : undefined;
+    // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
+    const pids = sumUsage([pause.usage, ...members.map((m) => m.usage)]).pids;
+    if (cg) {
+      const usage = { ...(await readCgroupUsage(cg, root)), pids };
+      const nanoCores = usage.cpuUsageNanos !== undefined ? rates.observe(`pod:${sandbox.id}`, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
+      return { timestamp, usage, nanoCores, source: 'pod-cgroup', network };
+    }
+    const all = [pause, ...members];
+    const withRate = all.filter((s) => s.nanoCores !== undefined);
+    const nanoCores = withRate.length > 0 ? withRate.reduce((acc, s) => acc + (s.nanoCores ?? 0), 0) : undefined;
+    return { timestamp, usage: sumUsage(all.map((s) => s.usage)), nanoCores, source: 'sum', network };
   };
 
   return {
-    async sample(id, running) {
-      const timestamp = now();
-      const f = running ? await factsOf(id) : facts.get(id);
-      const usage = running && f?.cgroup ? await readCgroupUsage(f.cgroup) : {};
-      let nanoCores: number | undefined;
-      if (usage.cpuUsageNanos !== undefined) {
-        const prev = previous.get(id);
-        if (prev && timestamp > prev.t && usage.cpuUsageNanos >= prev.cpu) {
-          nanoCores = Number(((usage.cpuUsageNanos - prev.cpu) * 1_000_000_000n) / (timestamp - prev.t));
-        }
-        previous.set(id, { t: timestamp, cpu: usage.cpuUsageNanos });
+    containers: (targets, signal) => settled(targets, 'container', signal),
+    async pod(sandbox, members, signal) {
+      const [pause] = await settled([sandbox], 'sandbox', signal);
+      const first = sandbox.running && !rates.has(`pod:${sandbox.id}`);
+      let pod = await readPod(sandbox, pause, members);
+      if (first && pod.source === 'pod-cgroup' && pod.nanoCores === undefined && settleMs > 0) {
+        await sleep(settleMs, signal);
+        pod = await readPod(sandbox, pause, members);
       }
-      let writable: Sample['writable'];
-      if (f?.upperDir) {
-        const hit = duCache.get(id);
-        if (hit && Date.now() - hit.at < DU_TTL_MS) writable = hit.value;
-        else {
-          writable = await du(f.upperDir);
-          duCache.set(id, { at: Date.now(), value: writable });
-        }
-      }
-      return { timestamp: timestamp.toString(), usage, nanoCores, writable };
+      if (pod.source === 'pod-cgroup') logger.debug('stats: pod usage from its cgroup', { podSandboxId: sandbox.id });
+      return pod;
     },
+    retain(ids, kind = 'container') {
+      const keep = (id: string): boolean => kinds.get(id) !== kind || ids.has(id);
+      facts.forget(keep);
+      layers.forget(keep);
+      rates.prune((key) => (key.startsWith('pod:') ? kind !== 'sandbox' || ids.has(key.slice(4)) : keep(key)));
+      for (const [id, k] of [...kinds]) if (k === kind && !ids.has(id)) kinds.delete(id);
+    },
+    sample: (id, running) => sampleOne({ id, running }, 'container'),
     async network(id) {
-      const f = await factsOf(id);
-      return f?.pid ? readNetDev(f.pid) : undefined;
-    },
-    retain(ids) {
-      for (const m of [facts, previous, duCache] as Array<Map<string, unknown>>) {
-        for (const k of [...m.keys()]) if (!ids.has(k)) m.delete(k);
-      }
+      const f = await facts.resolve(id, true);
+      return f && f.pid > 0 && !f.hostNetwork ? readNetDev(f.pid) : undefined;
     },
   };
 }

@@ -1,0 +1,88 @@
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+
+/**
+ * Where a process's cgroups live. Taken from /proc/<pid>/cgroup of the
+ * container's init process rather than guessed from the driver (cgroupfs puts
+ * containers at `<parent>/<id>`, systemd at `<slice>/docker-<id>.scope`, and a
+ * CgroupParent moves both): the kernel already knows.
+ */
+export interface CgroupPaths {
+  version: 1 | 2;
+  /** v1: controller name -> path inside that hierarchy; v2: '' -> unified path. */
+  paths: Map<string, string>;
+}
+
+export const DEFAULT_CGROUP_ROOT = '/sys/fs/cgroup';
+
+/** Parses /proc/<pid>/cgroup. v1 when a memory or cpuacct hierarchy is listed, else v2 (`0::<path>`). */
+export function parseProcCgroup(text: string): CgroupPaths {
+  const paths = new Map<string, string>();
+  let unified: string | undefined;
+  for (const line of text.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line.trim());
+    if (!m) continue;
+    if (m[2] === '') unified = m[3];
+    else for (const c of m[2].split(',')) paths.set(c.replace(/^name=/, ''), m[3]);
+  }
+  if (paths.has('memory') || paths.has('cpuacct')) return { version: 1, paths };
+  return { version: 2, paths: new Map([['', unified ?? '/']]) };
+}
+
+/** The parent cgroup (one level up, in every hierarchy): where a pod cgroup would be. */
+export function parentCgroup(cg: CgroupPaths): CgroupPaths {
+  const paths = new Map<string, string>();
+  for (const [k, p] of cg.paths) paths.set(k, path.posix.dirname(p));
+  return { version: cg.version, paths };
+}
+
+/** The path that identifies a cgroup for comparisons: memory's on v1 (always mounted), the unified one on v2. */
+export function keyPath(cg: CgroupPaths): string | undefined {
+  return cg.version === 2 ? cg.paths.get('') : (cg.paths.get('memory') ?? cg.paths.get('cpuacct'));
+}
+
+/** v1 hierarchies may be co-mounted (`cpu,cpuacct`); which directory holds a controller does not change, so it is remembered. */
+const mountCache = new Map<string, Promise<string>>();
+
+function v1Mount(root: string, controller: string): Promise<string> {
+  const key = `${root}\0${controller}`;
+  let hit = mountCache.get(key);
+  if (!hit) {
+    hit = (async () => {
+      for (const candidate of [controller, 'cpu,cpuacct', 'cpuacct,cpu']) {
+        if (!candidate.split(',').includes(controller)) continue;
+        const dir = path.join(root, candidate);
+        if (await fsp.stat(dir).then(() => true, () => false)) return dir;
+      }
+      return path.join(root, controller);
+    })();
+    mountCache.set(key, hit);
+  }
+  return hit;
+}
+
+/** Directory of one controller's cgroup (v1), or the unified directory whatever `controller` is (v2). */
+export async function controllerDir(cg: CgroupPaths, controller: string, root = DEFAULT_CGROUP_ROOT): Promise<string> {
+  if (cg.version === 2) return path.join(root, cg.paths.get('') ?? '/');
+  return path.join(await v1Mount(root, controller), cg.paths.get(controller) ?? '/');
+}
+
+/** Names of the child cgroups of a cgroup (in the memory hierarchy on v1). */
+export async function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<string[] | undefined> {
+  try {
+    const entries = await fsp.readdir(await controllerDir(cg, 'memory', root), { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads /proc/<pid>/cgroup; undefined when the process is gone. */
+export async function readProcCgroup(pid: number, proc = '/proc'): Promise<{ text: string; paths: CgroupPaths } | undefined> {
+  try {
+    const text = await fsp.readFile(path.join(proc, String(pid), 'cgroup'), 'utf8');
+    return { text, paths: parseProcCgroup(text) };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,94 @@
+import type Docker from 'dockerode';
+import type { DockerApi } from '../docker/client';
+import type { Logger } from '../logging/logger';
+import { isDockerNotFound } from '../server/errors';
+import { readProcCgroup, type CgroupPaths } from './cgroup-path';
+
+/** What stats need about a container beyond Docker's list answer; learnt from one inspect, then cached. */
+export interface ContainerFacts {
+  /** Init pid; 0 when the container was not running at inspect time. */
+  pid: number;
+  /** /proc/<pid>/cgroup as read right after the inspect: the pid is still this container's while it reads the same. */
+  cgroupText?: string;
+  cgroup?: CgroupPaths;
+  /** overlay2's upper dir: the writable layer. */
+  upperDir?: string;
+  /** HostConfig.CgroupParent ('' = Docker's default parent, shared by every container). */
+  cgroupParent: string;
+  hostNetwork: boolean;
+}
+
+export interface FactsCache {
+  /**
+   * Facts of a container, with live cgroup paths when it runs. `running` comes
+   * from the caller's list call: a stopped container costs no file read, a
+   * running one one read of /proc/<pid>/cgroup; Docker is asked only on a miss
+   * (first sight, restart, pid gone).
+   */
+  resolve(id: string, running: boolean): Promise<ContainerFacts | undefined>;
+  forget(keep: (id: string) => boolean): void;
+}
+
+export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/proc'): FactsCache {
+  const cache = new Map<string, ContainerFacts>();
+  const inFlight = new Map<string, Promise<ContainerFacts | undefined>>();
+  /** Ids Docker said it does not know (a sandbox left only as a checkpoint): not asked again for a while. */
+  const gone = new Map<string, number>();
+  const GONE_TTL_MS = 30_000;
+
+  const learn = async (id: string): Promise<ContainerFacts | undefined> => {
+    let info: Docker.ContainerInspectInfo;
+    try {
+      info = await docker.getContainer(id).inspect();
+    } catch (err) {
+      logger.debug('stats: cannot inspect container', { containerId: id, error: (err as Error).message });
+      if (isDockerNotFound(err)) gone.set(id, Date.now());
+      cache.delete(id);
+      return undefined;
+    }
+    const pid = info.State.Running ? info.State.Pid : 0;
+    const read = pid > 0 ? await readProcCgroup(pid, proc) : undefined;
+    const facts: ContainerFacts = {
+      pid: read ? pid : 0,
+      cgroupText: read?.text,
+      cgroup: read?.paths,
+      upperDir: (info.GraphDriver?.Data as Record<string, string> | undefined)?.UpperDir,
+      cgroupParent: info.HostConfig?.CgroupParent ?? '',
+      hostNetwork: info.HostConfig?.NetworkMode === 'host',
+    };
+    cache.set(id, facts);
+    return facts;
+  };
+
+  const learnOnce = (id: string): Promise<ContainerFacts | undefined> => {
+    const goneAt = gone.get(id);
+    if (goneAt !== undefined && Date.now() - goneAt < GONE_TTL_MS) return Promise.resolve(undefined);
+    gone.delete(id);
+    let p = inFlight.get(id);
+    if (!p) {
+      p = learn(id).finally(() => inFlight.delete(id));
+      inFlight.set(id, p);
+    }
+    return p;
+  };
+
+  return {
+    async resolve(id, running) {
+      const known = cache.get(id);
+      if (!running) {
+        // a stopped container has no cgroup; its upper dir is still worth knowing
+        if (known) return { ...known, pid: 0, cgroup: undefined };
+        const f = await learnOnce(id);
+        return f && { ...f, pid: 0, cgroup: undefined };
+      }
+      if (known && known.pid > 0) {
+        const now = await readProcCgroup(known.pid, proc);
+        if (now && now.text === known.cgroupText) return known;
+      }
+      return learnOnce(id);
+    },
+    forget(keep) {
+      for (const m of [cache, gone] as Array<Map<string, unknown>>) for (const k of [...m.keys()]) if (!keep(k)) m.delete(k);
+    },
+  };
+}

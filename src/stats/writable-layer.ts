@@ -1,0 +1,76 @@
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+
+export interface LayerUsage {
+  /** Disk usage (allocated blocks, as `du`), not apparent size. */
+  bytes: number;
+  inodes: number;
+  /** The walk hit its entry or time bound: the numbers are a lower bound. */
+  truncated: boolean;
+}
+
+export interface WalkBounds {
+  maxEntries: number;
+  maxMs: number;
+}
+
+/**
+ * Writable layer usage = a bounded `du` of overlay2's upper dir (from inspect's
+ * GraphDriver.Data.UpperDir). Chosen over `docker ps --size` / `SizeRw`, which
+ * makes dockerd walk every container's layer on every list, and over project
+ * quotas, which need an XFS backing fs. The walk touches only what the container
+ * wrote, is bounded in entries and time, and its result is cached (below).
+ */
+export async function walkUsage(dir: string, bounds: WalkBounds): Promise<LayerUsage> {
+  const deadline = Date.now() + bounds.maxMs;
+  let bytes = 0;
+  let inodes = 0;
+  const stack = [dir];
+  while (stack.length > 0) {
+    if (inodes >= bounds.maxEntries || Date.now() > deadline) return { bytes, inodes, truncated: true };
+    const d = stack.pop() as string;
+    let names: string[];
+    try {
+      names = await fsp.readdir(d);
+    } catch {
+      continue; // removed while walking, or not ours to read
+    }
+    const stats = await Promise.all(names.map((n) => fsp.lstat(path.join(d, n)).catch(() => undefined)));
+    stats.forEach((st, i) => {
+      if (!st) return;
+      inodes++;
+      bytes += st.blocks * 512;
+      if (st.isDirectory()) stack.push(path.join(d, names[i]));
+    });
+  }
+  return { bytes, inodes, truncated: false };
+}
+
+export interface LayerUsageCache {
+  /** Usage of `dir`, at most `ttlMs` old; concurrent callers share one walk. */
+  get(key: string, dir: string): Promise<LayerUsage>;
+  forget(keep: (key: string) => boolean): void;
+}
+
+export function createLayerUsageCache(
+  opts: { ttlMs?: number; bounds?: WalkBounds; walk?: typeof walkUsage } = {},
+): LayerUsageCache {
+  const ttlMs = opts.ttlMs ?? 15_000;
+  const bounds = opts.bounds ?? { maxEntries: 200_000, maxMs: 2_000 };
+  const walk = opts.walk ?? walkUsage;
+  const cache = new Map<string, { at: number; dir: string; value: Promise<LayerUsage> }>();
+  return {
+    get(key, dir) {
+      const hit = cache.get(key);
+      if (hit && hit.dir === dir && Date.now() - hit.at < ttlMs) return hit.value;
+      const value = walk(dir, bounds);
+      cache.set(key, { at: Date.now(), dir, value });
+      // a failed walk is not remembered
+      value.catch(() => cache.delete(key));
+      return value;
+    },
+    forget(keep) {
+      for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);
+    },
+  };
+}
