@@ -17,7 +17,7 @@ import { removePodSandbox } from './sandbox-remove';
 import { runPodSandbox } from './sandbox-run';
 import { podSandboxStatus } from './sandbox-status';
 import { stopPodSandbox } from './sandbox-stop';
-import { statsHandlers } from './stats';
+import { statsHandlers } from './stats-handlers';
 import { streamContainers, streamPodSandboxes } from './stream-lists';
 
 /**
