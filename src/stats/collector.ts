@@ -51,6 +51,8 @@ export interface StatsCollector {
 
 export interface CollectorOptions {
   cgroupRoot?: string;
+  /** Where /proc is (tests point it at a fixture tree). */
+  procRoot?: string;
   /** Pause before the second reading of a container seen for the first time. */
   settleMs?: number;
   concurrency?: number;
@@ -89,7 +91,8 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
   const root = opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;
-  const facts = createFactsCache(docker, logger);
+  const proc = opts.procRoot ?? '/proc';
+  const facts = createFactsCache(docker, logger, proc);
   const rates = createRateTracker();
   const layers = createLayerUsageCache();
   const kinds = new Map<string, 'container' | 'sandbox'>();
@@ -154,7 +157,7 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     const cg = sandbox.running ? await podCgroup(pause, running) : undefined;
     const timestamp = wallNanos();
     const network =
-      sandbox.running && pause.facts && pause.facts.pid > 0 && !pause.facts.hostNetwork ? await readNetDev(pause.facts.pid) : undefined;
+      sandbox.running && pause.facts && pause.facts.pid > 0 && !pause.facts.hostNetwork ? await readNetDev(pause.facts.pid, proc) : undefined;
     // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
     const pids = sumUsage([pause.usage, ...members.map((m) => m.usage)]).pids;
     if (cg) {
@@ -191,7 +194,7 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     sample: (id, running) => sampleOne({ id, running }, 'container'),
     async network(id) {
       const f = await facts.resolve(id, true);
-      return f && f.pid > 0 && !f.hostNetwork ? readNetDev(f.pid) : undefined;
+      return f && f.pid > 0 && !f.hostNetwork ? readNetDev(f.pid, proc) : undefined;
     },
   };
 }

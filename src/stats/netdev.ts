@@ -25,9 +25,9 @@ export function parseNetDev(text: string): InterfaceUsage[] {
   return out;
 }
 
-export async function readNetDev(pid: number): Promise<InterfaceUsage[] | undefined> {
+export async function readNetDev(pid: number, proc = '/proc'): Promise<InterfaceUsage[] | undefined> {
   try {
-    return parseNetDev(await fsp.readFile(`/proc/${pid}/net/dev`, 'utf8'));
+    return parseNetDev(await fsp.readFile(`${proc}/${pid}/net/dev`, 'utf8'));
   } catch {
     return undefined;
   }

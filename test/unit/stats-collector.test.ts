@@ -1,0 +1,212 @@
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import type Docker from 'dockerode';
+import type { DockerApi } from '../../src/docker/client';
+import { createLogger } from '../../src/logging/logger';
+import { createStatsCollector } from '../../src/stats/collector';
+import { walkUsage } from '../../src/stats/writable-layer';
+import { metricDescriptors, podMetrics } from '../../src/cri/metrics-cadvisor';
+import { toPodStats, type PodView } from '../../src/cri/stats-convert';
+
+async function tree(root: string, files: Record<string, string>): Promise<void> {
+  for (const [f, content] of Object.entries(files)) {
+    await fsp.mkdir(path.dirname(path.join(root, f)), { recursive: true });
+    await fsp.writeFile(path.join(root, f), content);
+  }
+}
+
+interface FakeContainer {
+  pid: number;
+  cgroupParent?: string;
+  upperDir?: string;
+  hostNetwork?: boolean;
+}
+
+/** A Docker that answers inspect only, and counts the calls. */
+function fakeDocker(containers: Map<string, FakeContainer>): { docker: DockerApi; inspects: string[] } {
+  const inspects: string[] = [];
+  const docker = {
+    getContainer: (id: string) => ({
+      inspect: async (): Promise<Partial<Docker.ContainerInspectInfo>> => {
+        inspects.push(id);
+        const c = containers.get(id);
+        if (!c) throw Object.assign(new Error('no such container'), { statusCode: 404 });
+        return {
+          State: { Running: c.pid > 0, Pid: c.pid } as Docker.ContainerInspectInfo['State'],
+          HostConfig: { CgroupParent: c.cgroupParent ?? '', NetworkMode: c.hostNetwork ? 'host' : 'none' },
+          GraphDriver: { Name: 'overlay2', Data: c.upperDir ? { UpperDir: c.upperDir } : {} },
+        } as Partial<Docker.ContainerInspectInfo>;
+      },
+    }),
+  };
+  return { docker: docker as unknown as DockerApi, inspects };
+}
+
+const NETDEV = `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+  eth0:  5000     20    1    0    0     0          0         0    3000     10    0    0    0     0       0          0
+`;
+
+/** cgroup v1 files of one cgroup (cpuacct + memory + pids). */
+function v1(cg: string, cpu: number, usage: number, opts: { limit?: number; pids?: number } = {}): Record<string, string> {
+  return {
+    [`cpuacct${cg}/cpuacct.usage`]: `${cpu}\n`,
+    [`memory${cg}/memory.usage_in_bytes`]: `${usage}\n`,
+    [`memory${cg}/memory.limit_in_bytes`]: `${opts.limit ?? '9223372036854771712'}\n`,
+    [`memory${cg}/memory.stat`]: `total_rss ${usage / 2}\ntotal_inactive_file 100\ntotal_pgfault 1\ntotal_pgmajfault 0\n`,
+    ...(opts.pids !== undefined ? { [`pids${cg}/pids.current`]: `${opts.pids}\n` } : {}),
+  };
+}
+const procCgroup = (cg: string): string => `8:pids:${cg}\n4:memory:${cg}\n2:cpuacct:${cg}\n`;
+
+const logger = createLogger('error', 'json');
+let dir: string;
+let cgRoot: string;
+let proc: string;
+beforeEach(async () => {
+  dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-stats-col-'));
+  cgRoot = path.join(dir, 'cgroup');
+  proc = path.join(dir, 'proc');
+});
+afterEach(() => fsp.rm(dir, { recursive: true, force: true }));
+
+const SB = 's'.repeat(64);
+const C1 = 'a'.repeat(64);
+const C2 = 'b'.repeat(64);
+
+describe('stats collector', () => {
+  it('inspects each container once, then reads only files; rates from the second reading on', async () => {
+    await tree(cgRoot, { ...v1(`/docker/${C1}`, 1_000_000, 1000, { pids: 2 }), ...v1(`/docker/${C2}`, 0, 2000) });
+    await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`), '102/cgroup': procCgroup(`/docker/${C2}`) });
+    const { docker, inspects } = fakeDocker(new Map([[C1, { pid: 101 }], [C2, { pid: 102 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const targets = [{ id: C1, running: true }, { id: C2, running: true }];
+    const first = await col.containers(targets);
+    expect(first.map((s) => s.usage.memoryUsage)).toEqual([1000, 2000]);
+    expect(first[0].usage.pids).toBe(2);
+    expect(first[0].nanoCores).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 120));
+    await tree(cgRoot, { [`cpuacct/docker/${C1}/cpuacct.usage`]: '60000000\n' });
+    const second = await col.containers(targets);
+    expect(second[0].nanoCores).toBeGreaterThan(0);
+    expect(second[1].nanoCores).toBe(0);
+    expect(inspects.sort()).toEqual([C1, C2]);
+  });
+
+  it('takes a short second reading for containers seen for the first time', async () => {
+    await tree(cgRoot, v1(`/docker/${C1}`, 5, 1000));
+    await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const { docker } = fakeDocker(new Map([[C1, { pid: 101 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 60 });
+    const [s] = await col.containers([{ id: C1, running: true }]);
+    expect(s.nanoCores).toBe(0);
+  });
+
+  it('re-inspects a container whose process is gone (restarted), not one that did not change', async () => {
+    await tree(cgRoot, v1(`/docker/${C1}`, 5, 1000));
+    await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const containers = new Map([[C1, { pid: 101 }]]);
+    const { docker, inspects } = fakeDocker(containers);
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    await col.containers([{ id: C1, running: true }]);
+    await col.containers([{ id: C1, running: true }]);
+    expect(inspects).toHaveLength(1);
+    await fsp.rm(path.join(proc, '101'), { recursive: true });
+    await tree(proc, { '202/cgroup': procCgroup(`/docker/${C1}`) });
+    containers.set(C1, { pid: 202 });
+    const [s] = await col.containers([{ id: C1, running: true }]);
+    expect(inspects).toHaveLength(2);
+    expect(s.facts?.pid).toBe(202);
+  });
+
+  it('a stopped container has zero usage but still its writable layer', async () => {
+    const upper = path.join(dir, 'upper');
+    await tree(upper, { 'etc/hello': 'x'.repeat(10_000), 'tmp/a/b': 'y' });
+    const { docker } = fakeDocker(new Map([[C1, { pid: 0, upperDir: upper }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const [s] = await col.containers([{ id: C1, running: false }]);
+    expect(s.usage).toEqual({});
+    expect(s.writable?.inodes).toBe(5); // etc, etc/hello, tmp, tmp/a, tmp/a/b
+    expect(s.writable?.bytes).toBeGreaterThanOrEqual(10_000);
+  });
+
+  it('a pod with its own cgroup parent reads the pod cgroup; network from the pause pid', async () => {
+    await tree(cgRoot, {
+      ...v1('/pod1', 9_000, 50_000, { limit: 100_000, pids: 99 }),
+      ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '100/net/dev': NETDEV, '101/cgroup': procCgroup(`/pod1/${C1}`) });
+    const { docker } = fakeDocker(new Map([[SB, { pid: 100, cgroupParent: '/pod1' }], [C1, { pid: 101, cgroupParent: '/pod1' }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const members = await col.containers([{ id: C1, running: true }]);
+    const pod = await col.pod({ id: SB, running: true }, members);
+    expect(pod.source).toBe('pod-cgroup');
+    expect(pod.usage.memoryUsage).toBe(50_000);
+    expect(pod.usage.memoryLimit).toBe(100_000);
+    expect(pod.usage.pids).toBe(4); // from the leaves
+    expect(pod.network).toEqual([{ name: 'eth0', rxBytes: 5000, rxErrors: 1, txBytes: 3000, txErrors: 0 }]);
+    const stats = toPodStats({ sb: { id: SB, metadata: { name: 'p', namespace: 'ns' } }, pod, members: [] } as PodView, '/var/lib/docker');
+    expect(stats.linux?.memory?.available_bytes?.value).toBe(String(100_000 - (50_000 - 100)));
+  });
+
+  it('a pod under Docker\'s shared parent is the sum of its containers, pause included', async () => {
+    const other = 'c'.repeat(64);
+    await tree(cgRoot, {
+      ...v1('/docker', 1e9, 1e9),
+      ...v1(`/docker/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/docker/${C1}`, 8_000, 40_000, { pids: 3 }),
+      ...v1(`/docker/${other}`, 1, 1),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const { docker } = fakeDocker(new Map([[SB, { pid: 100, hostNetwork: true }], [C1, { pid: 101 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const members = await col.containers([{ id: C1, running: true }]);
+    const pod = await col.pod({ id: SB, running: true }, members);
+    expect(pod.source).toBe('sum');
+    expect(pod.usage.memoryUsage).toBe(50_000);
+    expect(pod.usage.cpuUsageNanos).toBe(9_000n);
+    expect(pod.usage.pids).toBe(4);
+    // host network: the pause's netns is the host's, not the pod's
+    expect(pod.network).toBeUndefined();
+  });
+
+  it('a sandbox Docker does not know (checkpoint only) is asked about once, and reads as empty', async () => {
+    const { docker, inspects } = fakeDocker(new Map());
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const a = await col.pod({ id: SB, running: false }, []);
+    await col.pod({ id: SB, running: false }, []);
+    expect(a.usage.memoryUsage).toBeUndefined();
+    expect(inspects).toEqual([SB]);
+  });
+});
+
+describe('writable layer walk', () => {
+  it('stops at its entry bound and says so', async () => {
+    await tree(dir, Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`w/d${i}/f`, 'z'])));
+    const u = await walkUsage(path.join(dir, 'w'), { maxEntries: 10, maxMs: 10_000 });
+    expect(u.truncated).toBe(true);
+    expect((await walkUsage(path.join(dir, 'w'), { maxEntries: 1000, maxMs: 10_000 })).inodes).toBe(60);
+  });
+});
+
+describe('cAdvisor metrics', () => {
+  it('every metric has as many label values as its descriptor has keys', () => {
+    const keys = new Map(metricDescriptors().map((d) => [d.name ?? '', d.label_keys ?? []]));
+    const usage = { cpuUsageNanos: 3_500_000_000n, memoryUsage: 10, workingSet: 8, rss: 4, pageFaults: 1, majorPageFaults: 0, memoryLimit: 100, pids: 2 };
+    const view = {
+      sb: { id: SB, metadata: { name: 'p', namespace: 'ns', uid: 'u', attempt: 0 } },
+      pod: { timestamp: '1', usage, source: 'sum', network: [{ name: 'eth0', rxBytes: 1, rxErrors: 0, txBytes: 2, txErrors: 0 }] },
+      members: [{ c: { id: C1, metadata: { name: 'app', attempt: 0 }, image: { image: 'img' } }, s: { id: C1, timestamp: '1', usage, writable: { bytes: 4096, inodes: 3 } } }],
+    } as PodView;
+    const m = podMetrics(view, '/var/lib/docker');
+    const all = [...(m.metrics ?? []), ...(m.container_metrics ?? []).flatMap((c) => c.metrics ?? [])];
+    expect(all.length).toBeGreaterThan(10);
+    for (const x of all) expect(x.label_values?.length).toBe(keys.get(x.name ?? '')?.length);
+    const cpu = m.container_metrics?.[0].metrics?.find((x) => x.name === 'container_cpu_usage_seconds_total');
+    expect(cpu?.value?.value).toBe('3');
+    expect(cpu?.label_values?.slice(0, 3)).toEqual(['app', C1, 'img']);
+    expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual(['POD', SB, '', 'ns', 'p', 'eth0']);
+  });
+});

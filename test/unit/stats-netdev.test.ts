@@ -1,0 +1,20 @@
+import { parseNetDev } from '../../src/stats/netdev';
+
+const TEXT = `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     100       1    0    0    0     0          0         0      100       1    0    0    0     0       0          0
+  eth0:  123456     200    2    0    0     0          0         0    65432     150    1    0    0     0       0          0
+ net1:12345678901   9    0    0    0     0          0         0        7       1    3    0    0     0       0          0
+`;
+
+describe('/proc/<pid>/net/dev', () => {
+  it('reads bytes and errors per interface, leaves loopback out, copes with a counter glued to the colon', () => {
+    expect(parseNetDev(TEXT)).toEqual([
+      { name: 'eth0', rxBytes: 123456, rxErrors: 2, txBytes: 65432, txErrors: 1 },
+      { name: 'net1', rxBytes: 12345678901, rxErrors: 0, txBytes: 7, txErrors: 3 },
+    ]);
+  });
+  it('an empty namespace (only loopback) has no interfaces', () => {
+    expect(parseNetDev(TEXT.split('\n').slice(0, 3).join('\n'))).toEqual([]);
+  });
+});
