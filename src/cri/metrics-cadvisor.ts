@@ -84,22 +84,24 @@ function containerMetrics(v: PodView, m: ContainerView, mountpoint: string): Met
 }
 
 /**
- * One pod's metrics. As in cAdvisor, pod-level series (network, the pod's own
- * CPU and memory) carry container="POD" and the sandbox id; per-container series
- * sit in container_metrics.
+ * One pod's metrics, labelled as cAdvisor labels them: the pod's totals with
+ * container="" (so `container!=""` queries do not count them twice), its
+ * network with container="POD" (the netns belongs to the pause container);
+ * per-container series sit in container_metrics.
  */
 export function podMetrics(v: PodView, mountpoint: string): PodMetrics {
   const { sb, pod } = v;
-  const labels = ['POD', sb.id ?? '', '', sb.metadata?.namespace ?? '', sb.metadata?.name ?? ''];
+  const podLabels = (container: string): string[] => [container, sb.id ?? '', '', sb.metadata?.namespace ?? '', sb.metadata?.name ?? ''];
+  const netLabels = (iface: string): string[] => [...podLabels('POD'), iface];
   const net = (pod.network ?? []).flatMap((i) => [
-    metric('container_network_receive_bytes_total', pod.timestamp, i.rxBytes, [...labels, i.name]),
-    metric('container_network_transmit_bytes_total', pod.timestamp, i.txBytes, [...labels, i.name]),
-    metric('container_network_receive_errors_total', pod.timestamp, i.rxErrors, [...labels, i.name]),
-    metric('container_network_transmit_errors_total', pod.timestamp, i.txErrors, [...labels, i.name]),
+    metric('container_network_receive_bytes_total', pod.timestamp, i.rxBytes, netLabels(i.name)),
+    metric('container_network_transmit_bytes_total', pod.timestamp, i.txBytes, netLabels(i.name)),
+    metric('container_network_receive_errors_total', pod.timestamp, i.rxErrors, netLabels(i.name)),
+    metric('container_network_transmit_errors_total', pod.timestamp, i.txErrors, netLabels(i.name)),
   ]);
   return {
     pod_sandbox_id: sb.id ?? '',
-    metrics: [...usageMetrics(pod.timestamp, pod.usage, labels), ...net],
+    metrics: [...usageMetrics(pod.timestamp, pod.usage, podLabels('')), ...net],
     container_metrics: v.members.map((m) => ({ container_id: m.c.id ?? '', metrics: containerMetrics(v, m, mountpoint) })),
   };
 }

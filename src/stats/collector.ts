@@ -96,6 +96,7 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
   const rates = createRateTracker();
   const layers = createLayerUsageCache();
   const kinds = new Map<string, 'container' | 'sandbox'>();
+  const sources = new Map<string, PodSample['source']>();
 
   const layerUsage = async (id: string, dir: string | undefined): Promise<LayerUsage | undefined> => {
     if (!dir) return undefined;
@@ -181,7 +182,11 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
         await sleep(settleMs, signal);
         pod = await readPod(sandbox, pause, members);
       }
-      if (pod.source === 'pod-cgroup') logger.debug('stats: pod usage from its cgroup', { podSandboxId: sandbox.id });
+      if (sandbox.running && sources.get(sandbox.id) !== pod.source) {
+        // once per pod and change: which way its totals are made explains its numbers
+        logger.debug(`stats: pod totals from ${pod.source === 'pod-cgroup' ? 'the pod cgroup' : 'the sum of its containers'}`, { podSandboxId: sandbox.id });
+        sources.set(sandbox.id, pod.source);
+      }
       return pod;
     },
     retain(ids, kind = 'container') {
@@ -189,7 +194,12 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
       facts.forget(keep);
       layers.forget(keep);
       rates.prune((key) => (key.startsWith('pod:') ? kind !== 'sandbox' || ids.has(key.slice(4)) : keep(key)));
-      for (const [id, k] of [...kinds]) if (k === kind && !ids.has(id)) kinds.delete(id);
+      for (const [id, k] of [...kinds]) {
+        if (k === kind && !ids.has(id)) {
+          kinds.delete(id);
+          sources.delete(id);
+        }
+      }
     },
     sample: (id, running) => sampleOne({ id, running }, 'container'),
     async network(id) {

@@ -47,7 +47,7 @@ export async function walkUsage(dir: string, bounds: WalkBounds): Promise<LayerU
 }
 
 export interface LayerUsageCache {
-  /** Usage of `dir`, at most `ttlMs` old; concurrent callers share one walk. */
+  /** Usage of `dir`: the first call waits for a walk; later ones get the last result, refreshed in the background once older than `ttlMs`. */
   get(key: string, dir: string): Promise<LayerUsage>;
   forget(keep: (key: string) => boolean): void;
 }
@@ -59,15 +59,33 @@ export function createLayerUsageCache(
   const bounds = opts.bounds ?? { maxEntries: 200_000, maxMs: 2_000 };
   const walk = opts.walk ?? walkUsage;
   const cache = new Map<string, { at: number; dir: string; value: Promise<LayerUsage> }>();
+  const refresh = (key: string, dir: string): Promise<LayerUsage> => {
+    const value = walk(dir, bounds);
+    value.then(
+      () => cache.set(key, { at: Date.now(), dir, value }),
+      () => undefined, // a failed walk is not remembered
+    );
+    return value;
+  };
+  /** Walks in progress, so concurrent callers and background refreshes share one. */
+  const walking = new Map<string, Promise<LayerUsage>>();
+  const walkOnce = (key: string, dir: string): Promise<LayerUsage> => {
+    let p = walking.get(key);
+    if (!p) {
+      p = refresh(key, dir).finally(() => walking.delete(key));
+      walking.set(key, p);
+    }
+    return p;
+  };
   return {
     get(key, dir) {
       const hit = cache.get(key);
-      if (hit && hit.dir === dir && Date.now() - hit.at < ttlMs) return hit.value;
-      const value = walk(dir, bounds);
-      cache.set(key, { at: Date.now(), dir, value });
-      // a failed walk is not remembered
-      value.catch(() => cache.delete(key));
-      return value;
+      if (hit && hit.dir === dir) {
+        // stale: answer with the last value and refresh behind it, so a big layer never slows the RPC
+        if (Date.now() - hit.at >= ttlMs) walkOnce(key, dir).catch(() => undefined);
+        return hit.value;
+      }
+      return walkOnce(key, dir);
     },
     forget(keep) {
       for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);

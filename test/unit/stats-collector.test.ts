@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import type { DockerApi } from '../../src/docker/client';
 import { createLogger } from '../../src/logging/logger';
 import { createStatsCollector } from '../../src/stats/collector';
-import { walkUsage } from '../../src/stats/writable-layer';
+import { createLayerUsageCache, walkUsage } from '../../src/stats/writable-layer';
 import { metricDescriptors, podMetrics } from '../../src/cri/metrics-cadvisor';
 import { toPodStats, type PodView } from '../../src/cri/stats-convert';
 
@@ -183,6 +183,17 @@ describe('stats collector', () => {
 });
 
 describe('writable layer walk', () => {
+  it('answers from the cache and refreshes a stale entry behind the answer', async () => {
+    let walks = 0;
+    const walk = async (): Promise<{ bytes: number; inodes: number; truncated: boolean }> => ({ bytes: ++walks, inodes: 1, truncated: false });
+    const cache = createLayerUsageCache({ ttlMs: 0, walk });
+    expect((await cache.get('c', '/x')).bytes).toBe(1);
+    // stale: the old value at once, a new walk behind it
+    expect((await cache.get('c', '/x')).bytes).toBe(1);
+    await new Promise((r) => setImmediate(r));
+    expect((await cache.get('c', '/x')).bytes).toBe(2);
+  });
+
   it('stops at its entry bound and says so', async () => {
     await tree(dir, Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`w/d${i}/f`, 'z'])));
     const u = await walkUsage(path.join(dir, 'w'), { maxEntries: 10, maxMs: 10_000 });
@@ -208,5 +219,7 @@ describe('cAdvisor metrics', () => {
     expect(cpu?.value?.value).toBe('3');
     expect(cpu?.label_values?.slice(0, 3)).toEqual(['app', C1, 'img']);
     expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual(['POD', SB, '', 'ns', 'p', 'eth0']);
+    // pod totals are container="" as in cAdvisor, so per-container sums do not count them
+    expect(m.metrics?.find((x) => x.name === 'container_memory_working_set_bytes')?.label_values?.[0]).toBe('');
   });
 });
