@@ -4,9 +4,13 @@ import { findPlugin } from './cni-config';
 
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK';
 
+/** A plugin's stdin: its own entry plus the list's name and version (and prevResult/runtimeConfig). */
+export type PluginStdin = PluginConf & { name: string; cniVersion: string };
+
 export interface CniInvocation {
   command: CniCommand;
   containerId: string;
+  /** Netns path; empty is allowed for DEL (the spec's "netns is gone"). */
   netns: string;
   ifName: string;
   /** K8S_POD_* and friends, joined into CNI_ARGS. */
@@ -16,11 +20,15 @@ export interface CniInvocation {
   signal?: AbortSignal;
 }
 
+/** A plugin printing more than this is broken; stop buffering rather than grow without bound. */
+const MAX_OUTPUT = 1 << 20;
+
 /** CNI_ARGS as the kubelet's CNI code builds it. */
 export function cniArgs(args: Record<string, string>): string {
   return ['IgnoreUnknown=1', ...Object.entries(args).map(([k, v]) => `${k}=${v}`)].join(';');
 }
 
+/** The plugin's whole environment: PATH (plugins run iptables, ip...) plus the CNI_* variables, nothing else of ours. */
 export function cniEnv(inv: CniInvocation): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
@@ -33,25 +41,41 @@ export function cniEnv(inv: CniInvocation): NodeJS.ProcessEnv {
   };
 }
 
-/** An error a plugin reported, with its name and the spec's code/msg/details. */
+/** An error a plugin reported (or its exec failing), with its name and the spec's code. */
 export class CniPluginError extends Error {
   constructor(
     readonly plugin: string,
     readonly command: CniCommand,
     readonly cniCode: number | undefined,
-    msg: string,
+    readonly detail: string,
   ) {
-    super(`CNI plugin ${plugin} ${command} failed: ${msg}`);
+    super(`CNI plugin ${plugin} ${command} failed: ${detail}`);
     this.name = 'CniPluginError';
   }
 }
 
+/** The message of a failed plugin: the spec's error JSON on stdout (msg: details), else stderr, else the exit status. */
+export function pluginFailure(stdout: string, stderr: string, status: string): { code?: number; msg: string } {
+  try {
+    const e = JSON.parse(stdout) as { code?: unknown; msg?: unknown; details?: unknown };
+    const msg = [e.msg, e.details].filter((s): s is string => typeof s === 'string' && s !== '').join(': ');
+    if (msg) return { code: typeof e.code === 'number' ? e.code : undefined, msg };
+  } catch {
+    /* not the spec's error JSON */
+  }
+  return { msg: stderr.trim() || stdout.trim() || status };
+}
+
 /** Runs one plugin binary with its config on stdin; resolves with its parsed stdout (ADD) or undefined. */
-export function execPlugin(conf: PluginConf & { name: string; cniVersion: string }, inv: CniInvocation): Promise<unknown> {
+export function execPlugin(conf: PluginStdin, inv: CniInvocation): Promise<unknown> {
+  const fail = (why: string, code?: number): CniPluginError => new CniPluginError(conf.type, inv.command, code, why);
   const bin = findPlugin(conf.type, inv.binDirs);
-  if (!bin) return Promise.reject(new CniPluginError(conf.type, inv.command, undefined, `binary not found in ${inv.binDirs.join(':')}`));
+  if (!bin) return Promise.reject(fail(`binary not found in ${inv.binDirs.join(':')}`));
+  // an already-aborted signal never fires 'abort': check before spawning anything
+  if (inv.signal?.aborted) return Promise.reject(fail('cancelled'));
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, [], { env: cniEnv(inv), stdio: ['pipe', 'pipe', 'pipe'] });
+    // its own process group, so a timeout also kills what the plugin started (a shell script's sleep, iptables...)
+    const child = spawn(bin, [], { env: cniEnv(inv), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
     let settled = false;
@@ -64,33 +88,36 @@ export function execPlugin(conf: PluginConf & { name: string; cniVersion: string
       else resolve(value);
     };
     const kill = (why: string): void => {
-      child.kill('SIGKILL');
-      finish(new CniPluginError(conf.type, inv.command, undefined, why));
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+      finish(fail(why));
     };
     const timer = setTimeout(() => kill(`timed out after ${inv.timeoutMs} ms`), inv.timeoutMs);
     const onAbort = (): void => kill('cancelled');
     inv.signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.on('error', (err) => finish(new CniPluginError(conf.type, inv.command, undefined, err.message)));
-    child.on('close', (code) => {
+    child.stdout.on('data', (c: Buffer) => {
+      if (stdout.length < MAX_OUTPUT) stdout += c.toString('utf8');
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      if (stderr.length < MAX_OUTPUT) stderr += c.toString('utf8');
+    });
+    child.on('error', (err) => finish(fail(err.message)));
+    child.on('close', (code, sig) => {
       if (code !== 0) {
-        let msg = stderr.trim() || `exit code ${code}`;
-        let cniCode: number | undefined;
-        try {
-          const e = JSON.parse(stdout) as { code?: number; msg?: string; details?: string };
-          cniCode = e.code;
-          msg = [e.msg, e.details].filter(Boolean).join(': ') || msg;
-        } catch {
-          /* not the spec's error JSON */
-        }
-        return finish(new CniPluginError(conf.type, inv.command, cniCode, msg));
+        const f = pluginFailure(stdout, stderr, sig ? `killed by ${sig}` : `exit code ${String(code)}`);
+        return finish(fail(f.msg, f.code));
       }
+      // an ADD that prints nothing is off-spec but harmless: the caller keeps the previous result
       if (inv.command !== 'ADD' || !stdout.trim()) return finish(null, undefined);
       try {
-        finish(null, JSON.parse(stdout));
+        const result = JSON.parse(stdout) as unknown;
+        if (typeof result !== 'object' || result === null) throw new Error('not an object');
+        finish(null, result);
       } catch {
-        finish(new CniPluginError(conf.type, inv.command, undefined, `unparsable result: ${stdout.slice(0, 200)}`));
+        finish(fail(`unparsable result: ${stdout.slice(0, 200)}`));
       }
     });
     child.stdin.on('error', () => undefined); // a plugin may exit before reading its config
@@ -98,10 +125,11 @@ export function execPlugin(conf: PluginConf & { name: string; cniVersion: string
   });
 }
 
-/** Pod IPs of a CNI result (0.3.0+ `ips`, or 0.2.0 `ip4`/`ip6`), IPv4 first. */
+/** Pod IPs of a CNI result (0.3.0+ `ips`, or 0.2.0 `ip4`/`ip6`), prefix length stripped, IPv4 first. */
 export function resultIps(result: unknown): string[] {
-  const r = result as { ips?: Array<{ address?: string }>; ip4?: { ip?: string }; ip6?: { ip?: string } } | undefined;
-  const addrs = r?.ips?.map((i) => i.address ?? '') ?? [r?.ip4?.ip ?? '', r?.ip6?.ip ?? ''];
-  const ips = addrs.filter(Boolean).map((a) => a.split('/')[0]);
+  if (typeof result !== 'object' || result === null) return [];
+  const r = result as { ips?: unknown; ip4?: { ip?: unknown }; ip6?: { ip?: unknown } };
+  const addrs: unknown[] = Array.isArray(r.ips) ? r.ips.map((i: unknown) => (i as { address?: unknown } | null)?.address) : [r.ip4?.ip, r.ip6?.ip];
+  const ips = addrs.filter((a): a is string => typeof a === 'string' && a !== '').map((a) => a.split('/')[0]);
   return [...ips.filter((ip) => !ip.includes(':')), ...ips.filter((ip) => ip.includes(':'))];
 }

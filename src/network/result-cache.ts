@@ -16,37 +16,71 @@ export interface CacheEntry {
   netns: string;
   ifName: string;
   portMappings: PortMappingSpec[];
+  /** The config ADD ran with; DEL uses it even if the conf dir changed since. */
   config: NetworkConfList;
   /** Absent while ADD has not finished. */
   result?: unknown;
 }
 
+/** A cache file that exists but cannot be used (disk trouble, hand edits). */
+export class CorruptCacheEntryError extends Error {
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
+    super(`corrupt CNI cache entry ${file}: ${reason}`);
+    this.name = 'CorruptCacheEntryError';
+  }
+}
+
 export interface ResultCache {
   write(entry: CacheEntry): Promise<void>;
+  /** The entry, undefined when there is none; rejects with CorruptCacheEntryError when unreadable. */
   read(sandboxId: string): Promise<CacheEntry | undefined>;
   remove(sandboxId: string): Promise<void>;
   list(): Promise<string[]>;
 }
 
+const ID = /^[0-9a-f]{1,64}$/;
+
+function validEntry(e: unknown, id: string): e is CacheEntry {
+  if (typeof e !== 'object' || e === null) return false;
+  const c = e as Partial<CacheEntry>;
+  return c.sandboxId === id && typeof c.netns === 'string' && Array.isArray(c.portMappings) && Array.isArray(c.config?.plugins);
+}
+
+/** One JSON file per sandbox id in `dir`, written atomically (temp file, fsync, rename, dir fsync). */
 export async function createResultCache(dir: string): Promise<ResultCache> {
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const fileOf = (id: string): string => {
-    if (!/^[0-9a-f]{1,64}$/.test(id)) throw new Error(`invalid sandbox id ${JSON.stringify(id)} for the CNI cache`);
+    if (!ID.test(id)) throw new Error(`invalid sandbox id ${JSON.stringify(id)} for the CNI cache`);
     return path.join(dir, `${id}.json`);
   };
   return {
     write: async (entry) => writeFileAtomic(fileOf(entry.sandboxId), JSON.stringify(entry, null, 2) + '\n'),
     async read(id) {
+      if (!ID.test(id)) return undefined;
+      const file = fileOf(id);
+      let text: string;
       try {
-        const e = JSON.parse(await fsp.readFile(fileOf(id), 'utf8')) as CacheEntry;
-        return e.sandboxId === id && e.config?.plugins ? e : undefined;
-      } catch {
-        return undefined;
+        text = await fsp.readFile(file, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw new CorruptCacheEntryError(file, (err as Error).message);
       }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (err) {
+        throw new CorruptCacheEntryError(file, (err as Error).message);
+      }
+      if (!validEntry(parsed, id)) throw new CorruptCacheEntryError(file, 'missing fields or another sandbox id');
+      return parsed;
     },
-    remove: (id) => fsp.rm(fileOf(id), { force: true }),
+    remove: async (id) => fsp.rm(fileOf(id), { force: true }),
     async list() {
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
+      // temp files of interrupted writes end in .tmp-*, never .json
       return names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -5));
     },
   };
