@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import { LOOPBACK_PLUGIN, probeConfDirSync, type NetworkConfList, type PluginConf } from './cni-config';
 import { execPlugin, resultIps, type CniCommand, type PluginStdin } from './cni-exec';
+import { cleanupIpMasq, needsIpMasqCleanup } from './ipmasq';
 import { CorruptCacheEntryError, createResultCache, type CacheEntry, type ResultCache } from './result-cache';
 import type { NetworkPlugin, NetworkStatus, PodNetworkRequest, PodNetworkResult, PortMappingSpec } from './types';
 
@@ -277,6 +278,15 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
       await del(entry, req.signal, log);
     } catch (err) {
       throw new Error(`tear down network of pod ${podRef(entry)} (network ${entry.config.name}): ${(err as Error).message}`);
+    }
+    if (!netns && needsIpMasqCleanup(entry.config)) {
+      // bridge skips its ipMasq teardown without a netns (see ipmasq.ts); the IP is already free, so a failure here only warns
+      try {
+        const chains = await cleanupIpMasq(entry.config.name, entry.sandboxId);
+        if (chains.length) log.info('removed ipMasq rules the bridge plugin left behind', { chains });
+      } catch (err) {
+        log.warn('could not remove leftover ipMasq rules', { error: (err as Error).message });
+      }
     }
     await cache.remove(req.sandboxId);
     log.info('pod network is torn down', { network: entry.config.name });
