@@ -216,7 +216,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
     probe(); // a config changed a moment ago counts, even before the watcher fires
     const config = current;
     if (!config || problem) throw new Error(`set up network of pod ${podRef(req)}: network plugin is not ready: ${problem}`);
-    const log = logger.child({ podSandboxId: shortId(req.sandboxId) });
+    const log = logger.child({ podSandboxId: req.sandboxId });
     const cache = await getCache();
     const entry = entryFor(req, config);
     // recorded before ADD: a crash mid-chain leaves an entry the janitor can DEL
@@ -250,7 +250,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
   };
 
   const tearDown = async (req: PodNetworkRequest): Promise<void> => {
-    const log = logger.child({ podSandboxId: shortId(req.sandboxId) });
+    const log = logger.child({ podSandboxId: req.sandboxId });
     const cache = await getCache();
     let cached: CacheEntry | undefined;
     let corrupt = false;

@@ -7,6 +7,7 @@
 import { promises as fsp, readFileSync } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { PassThrough } from 'stream';
 import winston from 'winston';
 import { cniArgs, cniEnv, execPlugin, pluginFailure, resultIps } from '../../src/network/cni-exec';
 import { createNetworkPlugin, pluginStdin } from '../../src/network/plugin-manager';
@@ -295,6 +296,28 @@ describe('set up and tear down through the chain', () => {
       'DEL loopback lo',
     ]);
     expect(await p.cachedSandboxes()).toEqual([]);
+  });
+});
+
+describe('logging', () => {
+  it('lines about a pod carry its full sandbox id', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const stream = new PassThrough();
+    stream.on('data', (c: Buffer) => c.toString('utf8').split('\n').filter(Boolean).forEach((l) => lines.push(JSON.parse(l) as Record<string, unknown>)));
+    const logger = winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
+    await useConfig(['fake-ip']);
+    plugin = createNetworkPlugin({ plugin: 'cni', confDir, binDirs: [bin], cacheDir, logger, probeIntervalMs: 60_000 });
+    await plugin.setUpPod(req());
+    await plugin.tearDownPod(req());
+    await new Promise((r) => setImmediate(r));
+    expect(lines.find((l) => l.message === 'pod network is set up')).toMatchObject({ podSandboxId: ID, network: 'testnet', ips: ['10.1.2.3', 'fd00::5'] });
+    expect(lines.find((l) => l.message === 'pod network is torn down')).toMatchObject({ podSandboxId: ID });
+    expect(lines.filter((l) => l.message === 'CNI plugin done').map((l) => [l.podSandboxId, l.plugin, l.command])).toEqual([
+      [ID, 'loopback', 'ADD'],
+      [ID, 'fake-ip', 'ADD'],
+      [ID, 'fake-ip', 'DEL'],
+      [ID, 'loopback', 'DEL'],
+    ]);
   });
 });
 
