@@ -81,7 +81,9 @@ describe('a two-container pod', () => {
 
     const server = await createContainer(pod, 'server', {
       command: ['sh', '-c'],
-      args: ['echo "env=$GREETING"; cat /data/from-host; nc -l -p 7777 > /data/received; echo got-it'],
+      // busybox nc quits as soon as its own stdin ends, maybe before the client's bytes are
+      // read; a FIFO held open read-write gives it a stdin that never ends
+      args: ['echo "env=$GREETING"; cat /data/from-host; mkfifo /tmp/hold; exec 3<>/tmp/hold; nc -l -p 7777 <&3 > /data/received; echo got-it'],
       envs: [{ key: 'GREETING', value: Buffer.from('hi there') }],
       mounts,
     });
