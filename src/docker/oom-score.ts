@@ -1,16 +1,29 @@
 import { promises as fsp } from 'fs';
 
+/** How the probe reads and writes an oom_score_adj file (a seam for tests: a regular file accepts anything). */
+export interface OomScoreFile {
+  read(): Promise<string>;
+  /** Rejects when the kernel refuses the value. */
+  write(value: string): Promise<void>;
+}
+
+const procFile = (file: string): OomScoreFile => ({
+  read: () => fsp.readFile(file, 'utf8'),
+  write: (v) => fsp.writeFile(file, v),
+});
+
 /**
  * The lowest oom_score_adj this host lets us set, at most `want`.
  * Rootless Docker and some kernels refuse negative values; runc then fails every
  * container with an opaque "can't get final child's PID from pipe", so we probe
  * once by writing our own /proc/self/oom_score_adj and restoring it.
  */
-export async function lowestOomScoreAdj(want: number, file = '/proc/self/oom_score_adj'): Promise<number> {
-  const original = Number((await fsp.readFile(file, 'utf8')).trim());
+export async function lowestOomScoreAdj(want: number, file: string | OomScoreFile = '/proc/self/oom_score_adj'): Promise<number> {
+  const io = typeof file === 'string' ? procFile(file) : file;
+  const original = Number((await io.read()).trim());
   const tryWrite = async (v: number): Promise<boolean> => {
     try {
-      await fsp.writeFile(file, String(v));
+      await io.write(String(v));
       return true;
     } catch {
       return false;

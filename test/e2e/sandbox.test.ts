@@ -1,6 +1,7 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
+import { lowestOomScoreAdj } from '../../src/docker/oom-score';
 import { call, codeOf, containersOfPod, docker, podConfig, reservedIps, sh, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(120_000);
@@ -58,6 +59,9 @@ describe('pod sandbox lifecycle with CNI', () => {
       'io.kubernetes.pod.uid': uid,
       test: 'lifecycle',
     });
+    // -998 as dockershim gives it, or the lowest value this kernel accepts (see design notes)
+    expect(info.HostConfig.OomScoreAdj).toBe(Math.max(-998, await lowestOomScoreAdj(-998)));
+    expect(Number(sh('cat', [`/proc/${info.State.Pid}/oom_score_adj`]).trim())).toBe(info.HostConfig.OomScoreAdj);
     expect(info.State.Running).toBe(true);
 
     // status: ready with an IP in the test subnet
