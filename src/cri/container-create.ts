@@ -18,7 +18,8 @@ import {
   TYPE_CONTAINER,
   TYPE_LABEL,
 } from './labels';
-import { containerName, withRandomSuffix } from './naming';
+import { containerName } from './naming';
+import { createNamed } from './create-named';
 import { findSandbox, recordMetadata } from './sandbox-lookup';
 import { nowNanos } from './time';
 import { checkId, checkLabelMap, checkName } from './validation';
@@ -76,13 +77,7 @@ export function createContainer(deps: ServiceDeps) {
       deps.docker.createContainer({ ...spec, name: n, Labels: labels, abortSignal: ctx.signal });
     let container: Docker.Container;
     try {
-      try {
-        container = await create(dockerName);
-      } catch (err) {
-        if ((err as { statusCode?: number }).statusCode !== 409) throw err;
-        ctx.log.warn('container name taken; retrying with a random suffix', { name: dockerName });
-        container = await create(withRandomSuffix(dockerName));
-      }
+      container = await createNamed(deps, ctx, dockerName, create);
     } catch (err) {
       throw toCriError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }
