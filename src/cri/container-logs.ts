@@ -1,15 +1,16 @@
 import { lstatSync } from 'fs';
 import type { DockerApi } from '../docker/client';
-import { CriLogFile, lastTimestamp, type LogStream } from '../logging/cri-log';
+import { CriLogFile, lastEntries, type LogStream } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
+import { isDockerNotFound, isDockerUnreachable } from '../server/errors';
 import { rfc3339ToNanos } from './time';
 
 /**
  * Copies each container's output from Docker (json-file driver, read through the
  * logs API with timestamps) into its CRI log file. One follower per container;
- * it resumes after the last entry already in the file, so a daemon restart or a
- * container restart appends without loss or duplicates.
+ * it resumes after the last entry already in the file, so a daemon restart, a
+ * container restart or a Docker outage appends without loss or duplicates.
  */
 export interface LogManager {
   /** Starts copying (no-op when already copying). */
@@ -23,12 +24,20 @@ export interface LogManager {
   closeAll(): void;
 }
 
-interface Follower {
-  file: CriLogFile;
-  done: Promise<void>;
-  destroy: () => void;
-  stopped: boolean;
+export interface LogManagerOptions {
+  /** First and longest wait between attempts while Docker is unreachable. */
+  retryMinMs?: number;
+  retryMaxMs?: number;
 }
+
+/**
+ * Docker's log copier (daemon/logger/copier.go, 16 KiB buffer for json-file) cuts a line
+ * without newline into records of this many bytes; checked against Docker 20.10.
+ */
+export const DOCKER_PARTIAL_BYTES = 16 * 1024;
+
+/** One json-file record as the logs API replays it with timestamps=true. */
+export type RecordHandler = (stream: LogStream, timestamp: string, message: Buffer) => void;
 
 /** Incremental parser of Docker's multiplexed stream: 8-byte header (stream, size) + payload. */
 export class FrameParser {
@@ -46,22 +55,130 @@ export class FrameParser {
   }
 }
 
-/** Splits "<timestamp> <message>" as the logs API sends it with timestamps=true. */
-export function splitTimestamp(text: string): { ts: string; message: string } | undefined {
-  const sp = text.indexOf(' ');
+/** Splits one frame's "<timestamp> <message>" (a whole record: Docker writes one frame per record). */
+export function splitRecord(payload: Buffer): { timestamp: string; message: Buffer } | undefined {
+  const sp = payload.indexOf(0x20);
   if (sp <= 0) return undefined;
-  return { ts: text.slice(0, sp), message: text.slice(sp + 1) };
+  return { timestamp: payload.subarray(0, sp).toString('latin1'), message: payload.subarray(sp + 1) };
 }
 
-function sinceParam(ts: string | undefined): string | undefined {
-  if (!ts) return undefined;
-  const ns = BigInt(rfc3339ToNanos(ts));
-  if (ns === 0n) return undefined;
-  return `${ns / 1_000_000_000n}.${(ns % 1_000_000_000n).toString().padStart(9, '0')}`;
+/**
+ * Parser of the logs stream of a tty container, which has no framing: each record is
+ * "<timestamp> <message>" and a partial record (a line cut at 16 KiB, or the rest flushed
+ * when the container exits) has no newline. So a message ends after its newline or after
+ * DOCKER_PARTIAL_BYTES bytes, whichever comes first.
+ */
+export class TtyRecordParser {
+  private tsParts: Buffer[] = [];
+  private timestamp: string | undefined;
+  private msgParts: Buffer[] = [];
+  private msgLen = 0;
+
+  constructor(
+    private readonly onRecord: RecordHandler,
+    private readonly maxMessage = DOCKER_PARTIAL_BYTES,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let i = 0;
+    while (i < chunk.length) i = this.timestamp === undefined ? this.readTimestamp(chunk, i) : this.readMessage(chunk, i);
+  }
+
+  /** The stream ended: what is left is the last record. */
+  end(): void {
+    if (this.timestamp !== undefined && this.msgLen > 0) this.emit();
+    this.timestamp = undefined;
+    this.tsParts = [];
+  }
+
+  private readTimestamp(chunk: Buffer, from: number): number {
+    const sp = chunk.indexOf(0x20, from);
+    if (sp < 0) {
+      this.tsParts.push(chunk.subarray(from));
+      return chunk.length;
+    }
+    this.tsParts.push(chunk.subarray(from, sp));
+    this.timestamp = Buffer.concat(this.tsParts).toString('latin1');
+    this.tsParts = [];
+    return sp + 1;
+  }
+
+  private readMessage(chunk: Buffer, from: number): number {
+    const limit = Math.min(chunk.length, from + this.maxMessage - this.msgLen);
+    const nl = chunk.indexOf(0x0a, from);
+    const stop = nl >= 0 && nl < limit ? nl + 1 : limit;
+    this.msgParts.push(chunk.subarray(from, stop));
+    this.msgLen += stop - from;
+    if (stop === nl + 1 || this.msgLen >= this.maxMessage) this.emit();
+    return stop;
+  }
+
+  private emit(): void {
+    const message = Buffer.concat(this.msgParts, this.msgLen);
+    const timestamp = this.timestamp ?? '';
+    this.timestamp = undefined;
+    this.msgParts = [];
+    this.msgLen = 0;
+    this.onRecord('stdout', timestamp, message);
+  }
 }
 
-export function createLogManager(docker: DockerApi, logger: Logger): LogManager {
+const DOCKER_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$/;
+
+/**
+ * Where copying resumes: everything up to `ns` is in the file, `seen` of those entries
+ * carry exactly `ns` (Docker gives all pieces of a cut line the first piece's time), and
+ * Docker's inclusive `since` replays them, so that many are skipped again.
+ */
+class ResumePoint {
+  private since = 0n;
+  private skip = 0;
+  constructor(
+    private ns: bigint,
+    private seen: number,
+  ) {}
+
+  /** Before each pass: the `since` value for Docker. */
+  begin(): string | undefined {
+    this.since = this.ns;
+    this.skip = this.seen;
+    if (this.ns <= 0n) return undefined;
+    return `${this.ns / 1_000_000_000n}.${(this.ns % 1_000_000_000n).toString().padStart(9, '0')}`;
+  }
+
+  /** True when the record is new and must be written. */
+  accept(ns: bigint): boolean {
+    // only the replay is filtered: stdout and stderr records may come slightly out of order
+    if (ns < this.since) return false;
+    if (ns === this.since && this.skip > 0) {
+      this.skip -= 1;
+      return false;
+    }
+    if (ns === this.ns) this.seen += 1;
+    else if (ns > this.ns) {
+      this.ns = ns;
+      this.seen = 1;
+    }
+    return true;
+  }
+}
+
+interface Follower {
+  file: CriLogFile;
+  done: Promise<void>;
+  /** Aborts the current stream or wait. */
+  interrupt: () => void;
+  stopped: boolean;
+  /** follow() was called again meanwhile (the container may have been started again). */
+  kicked: boolean;
+}
+
+type LogsStream = NodeJS.ReadableStream & { destroy(): void };
+
+export function createLogManager(docker: DockerApi, logger: Logger, opts: LogManagerOptions = {}): LogManager {
   const followers = new Map<string, Follower>();
+  const retryMinMs = opts.retryMinMs ?? 1000;
+  const retryMaxMs = opts.retryMaxMs ?? 30_000;
 
   const start = (containerId: string, logPath: string, tty: boolean): void => {
     const log = logger.child({ containerId: shortId(containerId) });
@@ -77,76 +194,151 @@ export function createLogManager(docker: DockerApi, logger: Logger): LogManager 
       log.error('cannot open container log file', { logPath, error: (err as Error).message });
       return;
     }
-    const lastTs = lastTimestamp(logPath);
-    const lastNs = lastTs ? BigInt(rfc3339ToNanos(lastTs)) : -1n;
-    let destroyStream: (() => void) | undefined;
-    const f: Follower = { file, stopped: false, destroy: () => destroyStream?.(), done: Promise.resolve() };
+    const last = lastEntries(logPath);
+    const resume = new ResumePoint(last ? BigInt(rfc3339ToNanos(last.timestamp)) : 0n, last?.count ?? 0);
+    let interruptWait: (() => void) | undefined;
+    const f: Follower = { file, stopped: false, kicked: false, interrupt: () => interruptWait?.(), done: Promise.resolve() };
 
-    const write = (stream: LogStream, text: string): void => {
-      const parts = splitTimestamp(text);
-      if (!parts) return;
-      // `since` is inclusive: skip what the file already holds
-      if (lastNs >= 0n && BigInt(rfc3339ToNanos(parts.ts)) <= lastNs) return;
-      f.file.write(parts.ts, stream, parts.message);
+    const onRecord: RecordHandler = (stream, timestamp, message) => {
+      if (!DOCKER_TIMESTAMP.test(timestamp)) {
+        log.debug('dropping a log record without a timestamp', { timestamp: timestamp.slice(0, 40) });
+        return;
+      }
+      if (f.stopped || !resume.accept(BigInt(rfc3339ToNanos(timestamp)))) return;
+      try {
+        f.file.write(timestamp, stream, message);
+      } catch (err) {
+        // thrown from a stream event handler it would take the daemon down
+        log.error('cannot write container log file', { logPath, error: (err as Error).message });
+      }
     };
 
-    f.done = (async () => {
+    /** A parser for this container's logs stream that counts the records it hands on. */
+    const recordParser = (onRecordCounted: RecordHandler): { push(chunk: Buffer): void; end(): void } => {
+      if (tty) return new TtyRecordParser(onRecordCounted);
+      const frames = new FrameParser((s, payload) => {
+        const rec = splitRecord(payload);
+        if (rec) onRecordCounted(s, rec.timestamp, rec.message);
+      });
+      return { push: (chunk) => frames.push(chunk), end: () => undefined };
+    };
+
+    /** One logs request, followed until Docker ends it; resolves with the number of records seen. */
+    const copyPass = async (): Promise<number> => {
+      f.kicked = false;
+      const since = resume.begin();
       const stream = (await docker.getContainer(containerId).logs({
         follow: true,
         stdout: true,
         stderr: true,
         timestamps: true,
-        since: sinceParam(lastTs) as unknown as number,
-      })) as unknown as NodeJS.ReadableStream & { destroy(): void };
-      destroyStream = () => stream.destroy();
-      if (f.stopped) stream.destroy();
+        ...(since ? { since: since as unknown as number } : {}),
+      })) as unknown as LogsStream;
+      let records = 0;
+      const parser = recordParser((s, ts, msg) => {
+        records += 1;
+        onRecord(s, ts, msg);
+      });
       await new Promise<void>((resolve) => {
-        if (tty) {
-          let pending = '';
-          stream.on('data', (chunk: Buffer) => {
-            pending += chunk.toString('utf8');
-            let nl: number;
-            while ((nl = pending.indexOf('\n')) >= 0) {
-              write('stdout', pending.slice(0, nl + 1));
-              pending = pending.slice(nl + 1);
-            }
-          });
-          stream.on('end', () => {
-            if (pending) write('stdout', pending);
-          });
-        } else {
-          const parser = new FrameParser((s, payload) => write(s, payload.toString('utf8')));
-          stream.on('data', (chunk: Buffer) => parser.push(chunk));
-        }
+        interruptWait = () => stream.destroy();
+        if (f.stopped) stream.destroy();
+        stream.on('data', (chunk: Buffer) => parser.push(chunk));
+        stream.on('end', () => parser.end());
         stream.on('end', resolve);
         stream.on('close', resolve);
+        // whether Docker went away or the container stopped, inspect tells next
         stream.on('error', (err: Error) => {
-          if (!f.stopped) log.warn('container log stream failed', { error: err.message });
+          if (!f.stopped) log.debug('container log stream broke', { error: err.message });
           resolve();
         });
       });
-    })()
-      .catch((err: unknown) => {
-        if (!f.stopped) log.warn('cannot read container logs from docker', { error: (err as Error).message });
-      })
-      .finally(async () => {
-        f.file.close();
-        if (followers.get(containerId) === f) followers.delete(containerId);
-        if (f.stopped) return;
-        // the container may have been started again while we drained: keep copying
-        try {
-          const info = await docker.getContainer(containerId).inspect();
-          if (info.State.Running && !followers.has(containerId)) start(containerId, logPath, tty);
-        } catch {
-          /* removed meanwhile */
-        }
+      interruptWait = undefined;
+      return records;
+    };
+
+    /**
+     * A follow that ends as the container exits can miss the last record Docker flushes at
+     * exit (a line without newline): one plain read after the exit picks it up, and the
+     * resume point skips what was already written.
+     */
+    const finalPass = async (): Promise<void> => {
+      const since = resume.begin();
+      const all = (await docker.getContainer(containerId).logs({
+        follow: false,
+        stdout: true,
+        stderr: true,
+        timestamps: true,
+        ...(since ? { since: since as unknown as number } : {}),
+      })) as Buffer;
+      const parser = recordParser(onRecord);
+      parser.push(Buffer.isBuffer(all) ? all : Buffer.from(all));
+      parser.end();
+    };
+
+    const wait = (ms: number): Promise<void> =>
+      new Promise((resolve) => {
+        if (f.stopped) return resolve();
+        const timer = setTimeout(resolve, ms);
+        interruptWait = () => {
+          clearTimeout(timer);
+          resolve();
+        };
       });
+
+    /** Ends this follower; called in the same tick as the last check, so any later follow() starts a new one. */
+    const finish = (): void => {
+      f.file.close();
+      if (followers.get(containerId) === f) followers.delete(containerId);
+    };
+
+    /** Copies until the container has exited and its output is drained, retrying while Docker is unreachable. */
+    const run = async (): Promise<void> => {
+      let delay = retryMinMs;
+      const backoff = async (): Promise<void> => {
+        await wait(delay);
+        delay = Math.min(delay * 2, retryMaxMs);
+      };
+      let pending = true;
+      let outage = false;
+      while (!f.stopped) {
+        try {
+          const records = pending ? await copyPass() : 0;
+          pending = false;
+          const info = await docker.getContainer(containerId).inspect();
+          if (outage) log.info('docker is reachable again; container log copy resumed');
+          outage = false;
+          if (!info.State.Running && !f.kicked) {
+            await finalPass();
+            break;
+          }
+          // started again while we drained, or the stream ended early: copy again, pacing empty passes
+          pending = true;
+          if (records > 0 || f.kicked) delay = retryMinMs;
+          else await backoff();
+        } catch (err) {
+          if (f.stopped || isDockerNotFound(err)) break;
+          if (!isDockerUnreachable(err)) {
+            log.warn('cannot read container logs from docker', { error: (err as Error).message });
+            break;
+          }
+          if (!outage) log.warn('docker is unreachable; retrying the container log copy', { error: (err as Error).message });
+          outage = true;
+          pending = true;
+          await backoff();
+        }
+      }
+      finish();
+    };
+
+    f.done = run();
     followers.set(containerId, f);
   };
 
   return {
     follow(containerId, logPath, tty) {
-      if (!followers.has(containerId)) start(containerId, logPath, tty);
+      const f = followers.get(containerId);
+      if (f) f.kicked = true;
+      else start(containerId, logPath, tty);
     },
     reopen(containerId) {
       const f = followers.get(containerId);
@@ -158,7 +350,7 @@ export function createLogManager(docker: DockerApi, logger: Logger): LogManager 
       const f = followers.get(containerId);
       if (!f) return;
       f.stopped = true;
-      f.destroy();
+      f.interrupt();
       f.file.close();
       followers.delete(containerId);
     },

@@ -8,17 +8,47 @@ import * as path from 'path';
  */
 export type LogStream = 'stdout' | 'stderr';
 
+const NEWLINE = Buffer.from('\n');
+const ENTRY = /^(\S+) (stdout|stderr) [PF] /;
+const TAIL_START = 64 * 1024;
+const TAIL_MAX = 16 * 1024 * 1024;
+
 export function criLines(timestamp: string, stream: LogStream, content: string): string {
-  const parts = content.split('\n');
-  const last = parts.pop() ?? '';
-  let out = '';
-  for (const line of parts) out += `${timestamp} ${stream} F ${line}\n`;
-  if (last) out += `${timestamp} ${stream} P ${last}\n`;
-  return out;
+  return criEntries(timestamp, stream, Buffer.from(content, 'utf8')).toString('utf8');
+}
+
+/**
+ * Bytes, not text: Docker cuts long lines at a byte count, so a partial entry may end
+ * inside a multi-byte character that only the next entry completes.
+ */
+export function criEntries(timestamp: string, stream: LogStream, content: Buffer): Buffer {
+  const out: Buffer[] = [];
+  const prefix = (tag: 'P' | 'F'): Buffer => Buffer.from(`${timestamp} ${stream} ${tag} `, 'utf8');
+  let start = 0;
+  for (let nl = content.indexOf(0x0a); nl >= 0; nl = content.indexOf(0x0a, start)) {
+    out.push(prefix('F'), content.subarray(start, nl + 1));
+    start = nl + 1;
+  }
+  if (start < content.length) out.push(prefix('P'), content.subarray(start), NEWLINE);
+  return Buffer.concat(out);
+}
+
+/** The last entry's timestamp and how many entries carry it (the pieces of one long line share it). */
+export interface LastEntries {
+  timestamp: string;
+  count: number;
 }
 
 /** Timestamp of the last complete entry of a CRI log file, or undefined. Reads only the tail. */
 export function lastTimestamp(file: string): string | undefined {
+  return lastEntries(file)?.timestamp;
+}
+
+/**
+ * Reads the tail of a CRI log file, widening the window while every entry in it shares
+ * the last timestamp (a line of many 16 KiB pieces), up to 16 MiB.
+ */
+export function lastEntries(file: string): LastEntries | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');
@@ -27,18 +57,31 @@ export function lastTimestamp(file: string): string | undefined {
   }
   try {
     const size = fs.fstatSync(fd).size;
-    const len = Math.min(size, 64 * 1024);
-    const buf = Buffer.alloc(len);
-    fs.readSync(fd, buf, 0, len, size - len);
-    const lines = buf.toString('utf8').split('\n').filter((l) => l.length > 0);
-    for (let i = lines.length - 1; i >= 0; i--) {
-      const m = /^(\S+) (stdout|stderr) [PF] /.exec(lines[i]);
-      if (m) return m[1];
+    for (let want = TAIL_START; ; want *= 2) {
+      const len = Math.min(size, want);
+      const buf = Buffer.alloc(len);
+      fs.readSync(fd, buf, 0, len, size - len);
+      const lines = buf.toString('utf8').split('\n');
+      if (len < size) lines.shift(); // cut in the middle of an entry
+      const found = countLast(lines);
+      if (!found || found.complete || len >= size || want >= TAIL_MAX) return found?.entries;
     }
-    return undefined;
   } finally {
     fs.closeSync(fd);
   }
+}
+
+function countLast(lines: string[]): { entries: LastEntries; complete: boolean } | undefined {
+  let timestamp: string | undefined;
+  let count = 0;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = ENTRY.exec(lines[i]);
+    if (!m) continue;
+    if (timestamp === undefined) timestamp = m[1];
+    else if (m[1] !== timestamp) return { entries: { timestamp, count }, complete: true };
+    count += 1;
+  }
+  return timestamp === undefined ? undefined : { entries: { timestamp, count }, complete: false };
 }
 
 /** Appends CRI entries to a file; `reopen` follows a rename by the kubelet's log rotation. */
@@ -51,9 +94,9 @@ export class CriLogFile {
   }
 
   /** Synchronous on purpose: an entry is either before or after a reopen, never lost between. */
-  write(timestamp: string, stream: LogStream, content: string): void {
-    const text = criLines(timestamp, stream, content);
-    if (text) fs.writeSync(this.fd, text);
+  write(timestamp: string, stream: LogStream, content: string | Buffer): void {
+    const data = criEntries(timestamp, stream, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+    for (let off = 0; off < data.length; ) off += fs.writeSync(this.fd, data, off);
   }
 
   reopen(): void {

@@ -161,13 +161,56 @@ describe('container lifecycle details', () => {
     });
     await call(h.runtime, 'StartContainer', { container_id: id });
     await waitForFile(path.join(pod.logDir, 'stubborn', '0.log'), /trapped/);
+    const began = Date.now();
     await call(h.runtime, 'StopContainer', { container_id: id, timeout: '2' });
+    const took = Date.now() - began;
+    // the grace period was honoured (not an immediate kill), then SIGKILL came without Docker's 10 s default
+    expect(took).toBeGreaterThanOrEqual(1500);
+    expect(took).toBeLessThan(15_000);
     const s = await statusOf(id);
     expect(s?.state).toBe('CONTAINER_EXITED');
     expect(s?.exit_code).toBe(137); // SIGKILL, not a graceful exit
     // stopping again is fine
     await call(h.runtime, 'StopContainer', { container_id: id, timeout: '2' });
+
+    // timeout 0 kills at once
+    const other = await createContainer(pod, 'stubborn0', {
+      command: ['sh', '-c', "trap '' TERM; echo trapped; while true; do sleep 1; done"],
+    });
+    await call(h.runtime, 'StartContainer', { container_id: other });
+    await waitForFile(path.join(pod.logDir, 'stubborn0', '0.log'), /trapped/);
+    const began0 = Date.now();
+    await call(h.runtime, 'StopContainer', { container_id: other, timeout: '0' });
+    expect(Date.now() - began0).toBeLessThan(5000);
+    const s0 = await statusOf(other);
+    expect(s0?.state).toBe('CONTAINER_EXITED');
+    expect(s0?.exit_code).toBe(137);
   });
+
+  // Docker cuts a line without newline into 16 KiB records and flushes what is left at exit;
+  // with a tty its logs stream has no framing, so record boundaries come from those sizes
+  for (const tty of [false, true]) {
+    it(`reassembles a 40 KiB line and a last line without newline exactly (tty=${tty})`, async () => {
+      const name = tty ? 'longtty' : 'longplain';
+      const id = await createContainer(pod, name, {
+        command: ['sh', '-c', "head -c 40960 /dev/zero | tr '\\0' x; echo; printf tail"],
+        tty,
+      });
+      await call(h.runtime, 'StartContainer', { container_id: id });
+      await waitExited(id);
+      const text = await waitForFile(path.join(pod.logDir, name, '0.log'), /stdout P tail\n$/);
+      const entries = text.slice(0, -1).split('\n');
+      const parsed = entries.map((e) => /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) stdout ([PF]) (.*)$/s.exec(e));
+      expect(parsed.every(Boolean)).toBe(true);
+      // 40961 (or 40962 with the pty's \r) bytes: two 16 KiB pieces, the rest, then the unterminated tail
+      expect(parsed.map((p) => p?.[2])).toEqual(['P', 'P', 'F', 'P']);
+      const content = parsed.map((p) => (p?.[3] ?? '') + (p?.[2] === 'F' ? '\n' : '')).join('');
+      const eol = tty ? '\r\n' : '\n';
+      expect(content).toBe('x'.repeat(40960) + eol + 'tail');
+      expect(content).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
+      await call(h.runtime, 'RemoveContainer', { container_id: id });
+    });
+  }
 
   it('keeps every log line across a rotation and ReopenContainerLog', async () => {
     const id = await createContainer(pod, 'chatty', {

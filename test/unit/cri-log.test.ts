@@ -1,8 +1,8 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { CriLogFile, criLines, lastTimestamp } from '../../src/logging/cri-log';
-import { FrameParser, splitTimestamp } from '../../src/cri/container-logs';
+import { CriLogFile, criEntries, criLines, lastEntries, lastTimestamp } from '../../src/logging/cri-log';
+import { FrameParser, splitRecord } from '../../src/cri/container-logs';
 
 const TS = '2026-11-22T11:10:43.123456789Z';
 
@@ -20,6 +20,13 @@ describe('CRI log format', () => {
     const lines = text.trimEnd().split('\n');
     expect(lines.map((l) => l.split(' ')[2])).toEqual(['P', 'F']);
     expect(lines.map((l) => l.split(' ').slice(3).join(' ')).join('')).toBe(big);
+  });
+
+  it('keeps a multi-byte character cut between two partial entries byte-exact', () => {
+    const text = Buffer.from('a€b\n'); // € is 3 bytes: cut after its first byte
+    const out = Buffer.concat([criEntries(TS, 'stdout', text.subarray(0, 2)), criEntries(TS, 'stdout', text.subarray(2))]);
+    const prefix = (tag: string): string => `${TS} stdout ${tag} `;
+    expect(out.equals(Buffer.concat([Buffer.from(prefix('P')), text.subarray(0, 2), Buffer.from('\n' + prefix('F')), text.subarray(2)]))).toBe(true);
   });
 });
 
@@ -44,6 +51,20 @@ describe('CRI log file', () => {
     expect(lastTimestamp(file)).toBe(TS);
     expect(lastTimestamp(path.join(dir, 'missing.log'))).toBeUndefined();
   });
+
+  it('counts the entries sharing the last timestamp, past the first 64 KiB of tail', async () => {
+    const file = path.join(dir, 'big.log');
+    const later = '2026-11-22T11:10:44.000000001Z';
+    const piece = 'y'.repeat(16384);
+    // the pieces of one cut line carry the first piece's time
+    const text = criLines(TS, 'stdout', 'before\n') + Array.from({ length: 6 }, () => criLines(later, 'stdout', piece)).join('');
+    await fsp.writeFile(file, text);
+    expect(lastEntries(file)).toEqual({ timestamp: later, count: 6 });
+    await fsp.writeFile(file, criLines(TS, 'stdout', 'a\nb\n'));
+    expect(lastEntries(file)).toEqual({ timestamp: TS, count: 2 });
+    await fsp.writeFile(file, '');
+    expect(lastEntries(file)).toBeUndefined();
+  });
 });
 
 describe('docker log stream parsing', () => {
@@ -66,8 +87,10 @@ describe('docker log stream parsing', () => {
     ]);
   });
 
-  it('splits the timestamp Docker puts in front of each message', () => {
-    expect(splitTimestamp(`${TS} hello world\n`)).toEqual({ ts: TS, message: 'hello world\n' });
-    expect(splitTimestamp('garbage')).toBeUndefined();
+  it('splits the timestamp Docker puts in front of each message, keeping the message as bytes', () => {
+    const rec = splitRecord(Buffer.from(`${TS} hello world\n`));
+    expect(rec?.timestamp).toBe(TS);
+    expect(rec?.message.toString()).toBe('hello world\n');
+    expect(splitRecord(Buffer.from('garbage'))).toBeUndefined();
   });
 });
