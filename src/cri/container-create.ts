@@ -74,7 +74,7 @@ export function createContainer(deps: ServiceDeps) {
     );
     const dockerName = containerName(name, attempt, pod);
     const create = (n: string): Promise<Docker.Container> =>
-      deps.docker.createContainer({ ...spec, name: n, Labels: labels, abortSignal: ctx.signal });
+      deps.docker.createContainer({ ...spec, name: n, Labels: { ...spec.Labels, ...labels }, abortSignal: ctx.signal });
     let container: Docker.Container;
     try {
       container = await createNamed(deps, ctx, dockerName, create);

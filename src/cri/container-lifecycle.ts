@@ -3,7 +3,9 @@ import { failedPrecondition, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import type { LogManager } from './container-logs';
+import { hugepageLimitsOf, type HugepageLimit } from './container-config';
 import { findContainer, mustFindContainer } from './container-lookup';
+import { defaultHugetlb, type HugetlbCgroup } from './container-update';
 import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from './labels';
 import { removeDockerContainer } from './sandbox-remove';
 import { stopQuietly } from './sandbox-stop';
@@ -11,7 +13,23 @@ import { checkId } from './validation';
 
 /** Start, stop, remove and log reopen: the RPCs that move a container between states. */
 
-export function startContainer(deps: ServiceDeps, logs: LogManager) {
+/**
+ * Writes the hugepage limits recorded at create into the started container's cgroup.
+ * When that fails the container is killed: it must not run without the limits it asked for.
+ */
+async function applyRecordedHugepages(deps: ServiceDeps, id: string, limits: HugepageLimit[], ctx: CallContext, hugetlb: HugetlbCgroup): Promise<void> {
+  const container = deps.docker.getContainer(id);
+  try {
+    const pid = (await container.inspect()).State.Pid;
+    if (pid) await hugetlb.apply(pid, id, limits, ctx.log);
+  } catch (err) {
+    await container.kill().catch(() => undefined);
+    ctx.log.error('hugepage limits could not be applied; container killed', { error: (err as Error).message });
+    throw toCriError(err, `StartContainer ${id}`);
+  }
+}
+
+export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: HugetlbCgroup = defaultHugetlb) {
   return async (req: RuntimeReq<'StartContainer'>, ctx: CallContext): Promise<RuntimeRes<'StartContainer'>> => {
     const id = checkId('container_id', req.container_id);
     const info = await mustFindContainer(deps, id);
@@ -27,6 +45,8 @@ export function startContainer(deps: ServiceDeps, logs: LogManager) {
     } catch (err) {
       throw toCriError(err, `StartContainer ${info.Id}`);
     }
+    const hugepages = hugepageLimitsOf(info.Config.Labels);
+    if (hugepages.length > 0) await applyRecordedHugepages(deps, info.Id, hugepages, ctx, hugetlb);
     const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
     if (logPath) logs.follow(info.Id, logPath, info.Config.Tty);
     ctx.log.info('container started');

@@ -1,7 +1,9 @@
 import type Docker from 'dockerode';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import type { HugepageLimit } from './container-config';
 import { mustFindContainer } from './container-lookup';
+import { defaultHugetlb, type HugetlbCgroup } from './container-update';
 import { CONTAINER_LOGPATH_LABEL, CONTAINER_NAME_LABEL, CREATED_LABEL, SANDBOX_ID_LABEL, ATTEMPT_LABEL, splitLabels } from './labels';
 import { parseName } from './naming';
 import { rfc3339ToNanos } from './time';
@@ -51,8 +53,11 @@ function reasonOf(state: Docker.ContainerInspectInfo['State']): string {
   return state.ExitCode === 0 ? 'Completed' : 'Error';
 }
 
-/** CRI ContainerStatus from one Docker inspect. */
-export function statusFromInspect(info: Docker.ContainerInspectInfo): CriContainerStatus {
+/**
+ * CRI ContainerStatus from one Docker inspect; `hugepages` are the limits read from the
+ * running container's cgroup (Docker does not know them).
+ */
+export function statusFromInspect(info: Docker.ContainerInspectInfo, hugepages: HugepageLimit[] = []): CriContainerStatus {
   const labels = info.Config.Labels ?? {};
   const split = splitLabels(labels);
   const hc = info.HostConfig;
@@ -91,6 +96,7 @@ export function statusFromInspect(info: Docker.ContainerInspectInfo): CriContain
         cpuset_cpus: hc.CpusetCpus ?? '',
         cpuset_mems: hc.CpusetMems ?? '',
         memory_swap_limit_in_bytes: String(hc.MemorySwap ?? 0),
+        hugepage_limits: hugepages,
       },
     },
   };
@@ -100,12 +106,18 @@ export function sandboxIdOf(info: Docker.ContainerInspectInfo): string {
   return info.Config.Labels?.[SANDBOX_ID_LABEL] ?? '';
 }
 
-export function containerStatus(deps: ServiceDeps) {
+/** What the running container's hugetlb cgroup enforces; nothing for a stopped one. */
+async function appliedHugepages(info: Docker.ContainerInspectInfo, hugetlb: HugetlbCgroup): Promise<HugepageLimit[]> {
+  if (!info.State.Running || !info.State.Pid) return [];
+  return hugetlb.read(info.State.Pid, info.Id).catch(() => []);
+}
+
+export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup = defaultHugetlb) {
   return async (req: RuntimeReq<'ContainerStatus'>, ctx: CallContext): Promise<RuntimeRes<'ContainerStatus'>> => {
     const id = checkId('container_id', req.container_id);
     const info = await mustFindContainer(deps, id);
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
-    const out: RuntimeRes<'ContainerStatus'> = { status: statusFromInspect(info), info: {} };
+    const out: RuntimeRes<'ContainerStatus'> = { status: statusFromInspect(info, await appliedHugepages(info, hugetlb)), info: {} };
     if (req.verbose) {
       out.info = {
         info: JSON.stringify({

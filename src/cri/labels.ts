@@ -22,6 +22,10 @@ export const CREATED_LABEL = 'io.crishim.created';
  * crishim sharing the Docker Engine (tests, or two instances on one host).
  */
 export const ROOT_LABEL = 'io.crishim.root';
+/** crishim's own: the CRI runtime handler, so ListPodSandbox reports it without reading checkpoints. */
+export const RUNTIME_HANDLER_LABEL = 'io.crishim.runtime-handler';
+/** crishim's own: the hugepage limits, carried from create to start (Docker has no field for them). */
+export const HUGEPAGE_LIMITS_LABEL = 'io.crishim.hugepage-limits';
 /** CRI annotations travel as labels with this prefix (Docker has no annotations). */
 export const ANNOTATION_PREFIX = 'annotation.';
 
@@ -33,7 +37,10 @@ export const ANNOTATION_PREFIX = 'annotation.';
 export const IMPLICIT_LABEL = 'io.crishim.implicit-labels';
 
 /** Labels crishim owns; never reported back as CRI labels. */
-const INTERNAL = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL, ROOT_LABEL]);
+const INTERNAL = new Set([
+  TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL, ROOT_LABEL, HUGEPAGE_LIMITS_LABEL,
+  RUNTIME_HANDLER_LABEL,
+]);
 
 /**
  * Builds the Docker label map from CRI labels, annotations, our private keys

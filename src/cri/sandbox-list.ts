@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { CREATED_LABEL, matchesSelector, splitLabels, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { CREATED_LABEL, matchesSelector, RUNTIME_HANDLER_LABEL, splitLabels, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { metadataFromLabels } from './sandbox-lookup';
 import { secondsToNanos } from './time';
 
@@ -17,7 +17,7 @@ function fromDocker(c: Docker.ContainerInfo): PodSandbox {
     created_at: c.Labels[CREATED_LABEL] ?? secondsToNanos(c.Created),
     labels: split.labels,
     annotations: split.annotations,
-    runtime_handler: '',
+    runtime_handler: c.Labels[RUNTIME_HANDLER_LABEL] ?? '',
   };
 }
 

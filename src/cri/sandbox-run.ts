@@ -4,18 +4,19 @@ import { status } from '@grpc/grpc-js';
 import type { CheckpointPortMapping } from '../checkpoint/store';
 import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
+import { engineForRuntime } from '../docker/engine-info';
 import type { PortMappingSpec } from '../network/types';
 import { CriError, invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { sandboxName, withRandomSuffix } from './naming';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { nowNanos } from './time';
-import { checkLabelMap, checkName, checkSandboxMetadata } from './validation';
+import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from './validation';
 
 type Request = RuntimeReq<'RunPodSandbox'>;
-type SandboxConfig = NonNullable<Request['config']>;
+export type SandboxConfig = NonNullable<Request['config']>;
 
 /** Undo steps collected while a sandbox is built; run newest first when a later step fails. */
 class Rollback {
@@ -68,11 +69,22 @@ function validateConfig(req: Request): SandboxConfig {
       throw invalidArgument(`config.port_mappings: port out of range (${p.container_port}:${p.host_port})`);
     }
   }
+  checkDnsConfig(config.dns_config);
+  checkCgroupParent('config.linux.cgroup_parent', config.linux?.cgroup_parent);
+  checkSysctls('config.linux.sysctls', config.linux?.sysctls);
   return config;
 }
 
+/** Every DNS entry becomes a resolv.conf token verbatim (see writeResolvConf). */
+export function checkDnsConfig(dns: SandboxConfig['dns_config']): void {
+  if (!dns) return;
+  (dns.servers ?? []).forEach((v, i) => checkResolvToken(`config.dns_config.servers[${i}]`, v));
+  (dns.searches ?? []).forEach((v, i) => checkResolvToken(`config.dns_config.searches[${i}]`, v));
+  (dns.options ?? []).forEach((v, i) => checkResolvToken(`config.dns_config.options[${i}]`, v));
+}
+
 /** Docker host config for the pause container; everything pod-wide lives here. */
-function hostConfigFor(deps: ServiceDeps, config: SandboxConfig, runtime: string | undefined): Docker.HostConfig {
+export function hostConfigFor(deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>, config: SandboxConfig, runtime: string | undefined): Docker.HostConfig {
   const linux = config.linux;
   const sec = linux?.security_context;
   const ns = sec?.namespace_options;
@@ -101,17 +113,37 @@ function hostConfigFor(deps: ServiceDeps, config: SandboxConfig, runtime: string
   return hc;
 }
 
-function userOf(config: SandboxConfig): string | undefined {
+/** `uid[:gid]` the pause process runs as (the pod's run_as_user/run_as_group). */
+export function userOf(config: SandboxConfig): string | undefined {
   const sec = config.linux?.security_context;
   if (!sec?.run_as_user) return undefined;
   const uid = String(sec.run_as_user.value);
   return sec.run_as_group ? `${uid}:${String(sec.run_as_group.value)}` : uid;
 }
 
+/** Create options of the pause container, but its name. */
+export function pauseContainerSpec(
+  deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>,
+  config: SandboxConfig,
+  image: string,
+  labels: Record<string, string>,
+  runtime: string | undefined,
+): Docker.ContainerCreateOptions {
+  const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
+  return {
+    Image: image,
+    Labels: labels,
+    // a host-network pod has the node's hostname (UTSMode host)
+    Hostname: hostNetwork ? undefined : config.hostname || undefined,
+    User: userOf(config),
+    HostConfig: hostConfigFor(deps, config, runtime),
+  };
+}
+
 async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<string | undefined> {
   if (!handler) return undefined;
-  let engine = deps.engine.current();
-  if (!engine.reachable || engine.runtimes.length === 0) engine = await deps.engine.refresh();
+  // a runtime added by a dockerd reload since the last refresh is looked up once more before refusing
+  const engine = await engineForRuntime(deps.engine, handler);
   if (!engine.runtimes.includes(handler)) {
     throw invalidArgument(`unknown runtime handler ${JSON.stringify(handler)}; docker has: ${engine.runtimes.join(', ') || 'none'}`);
   }
@@ -180,17 +212,16 @@ export function runPodSandbox(deps: ServiceDeps) {
     const labels = makeLabels(
       config.labels,
       config.annotations,
-      { [TYPE_LABEL]: TYPE_SANDBOX, [ATTEMPT_LABEL]: String(meta.attempt), [CREATED_LABEL]: createdAt, [ROOT_LABEL]: deps.config.rootDirectory },
+      {
+        [TYPE_LABEL]: TYPE_SANDBOX,
+        [ATTEMPT_LABEL]: String(meta.attempt),
+        [CREATED_LABEL]: createdAt,
+        [ROOT_LABEL]: deps.config.rootDirectory,
+        ...(runtime ? { [RUNTIME_HANDLER_LABEL]: runtime } : {}),
+      },
       { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
     );
-    const createOpts: Docker.ContainerCreateOptions = {
-      name: sandboxName(meta),
-      Image: image,
-      Labels: labels,
-      Hostname: hostNetwork ? undefined : config.hostname || undefined,
-      User: userOf(config),
-      HostConfig: hostConfigFor(deps, config, runtime),
-    };
+    const createOpts: Docker.ContainerCreateOptions = { name: sandboxName(meta), ...pauseContainerSpec(deps, config, image, labels, runtime) };
     const container = await step('create pause container', async () => {
       try {
         return await createPauseContainer(deps, ctx, createOpts);
@@ -244,17 +275,17 @@ export function runPodSandbox(deps: ServiceDeps) {
         await rollback.run(ctx);
         throw new CriError(status.INTERNAL, `RunPodSandbox ${meta.namespace}/${meta.name}: pause container ${id} exited right after start`);
       }
-      await step(`set up pod network (${deps.network.name})`, () =>
-        deps.network.setUpPod({
-          podName: meta.name,
-          podNamespace: meta.namespace,
-          podUid: meta.uid,
-          sandboxId: id,
-          netnsPath: `/proc/${pid}/ns/net`,
-          portMappings: cniPortMappings(portMappings),
-          signal: ctx.signal,
-        }),
-      );
+      const netReq = {
+        podName: meta.name,
+        podNamespace: meta.namespace,
+        podUid: meta.uid,
+        sandboxId: id,
+        netnsPath: `/proc/${pid}/ns/net`,
+        portMappings: cniPortMappings(portMappings),
+      };
+      await step(`set up pod network (${deps.network.name})`, () => deps.network.setUpPod({ ...netReq, signal: ctx.signal }));
+      // no signal: a cancelled call is a reason to undo, and the undo must still run (releases the IP)
+      rollback.add(`tear down pod network of ${id}`, () => deps.network.tearDownPod(netReq));
     }
     crashPoint('sandbox:after-network');
     // from here on a restart keeps the sandbox instead of undoing it

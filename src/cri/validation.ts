@@ -57,3 +57,45 @@ export function checkLabelMap(field: string, map: Record<string, string> | undef
   }
   return out;
 }
+
+/** `0-3,5`: comma-separated CPUs/nodes or ascending ranges (the kernel's cpuset list format). */
+const CPUSET_RE = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
+
+/** A cpuset list as cgroups accept it; empty means "not set". */
+export function checkCpuset(field: string, value: string | undefined): string {
+  const v = value ?? '';
+  if (!v) return v;
+  if (!CPUSET_RE.test(v)) throw invalidArgument(`${field} ${JSON.stringify(v.slice(0, 80))} is not a cpuset list like "0-3,5"`);
+  for (const part of v.split(',')) {
+    const [lo, hi] = part.split('-').map(Number);
+    if (hi !== undefined && hi < lo) throw invalidArgument(`${field} ${JSON.stringify(v)}: range ${part} is descending`);
+  }
+  return v;
+}
+
+/** One resolv.conf token: it is written verbatim, so a newline would inject lines and a blank would split it. */
+export function checkResolvToken(field: string, value: string): string {
+  if (!value) throw invalidArgument(`${field} must not be empty`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\x00-\x1f\x7f]/.test(value)) throw invalidArgument(`${field} ${JSON.stringify(value.slice(0, 80))} must not contain whitespace or control characters`);
+  return value;
+}
+
+/** A cgroup parent is a path Docker joins under the cgroup root: no climbing out of it. */
+export function checkCgroupParent(field: string, value: string | undefined): string {
+  const v = value ?? '';
+  if (v.includes('\0')) throw invalidArgument(`${field} must not contain NUL`);
+  if (v.split('/').includes('..')) throw invalidArgument(`${field} ${JSON.stringify(v.slice(0, 80))} must not contain '..' segments`);
+  return v;
+}
+
+/** Sysctl names and values end up in /proc/sys writes and OCI specs: one line each, no NUL. */
+export function checkSysctls(field: string, map: Record<string, string> | undefined): Record<string, string> {
+  const out = map ?? {};
+  for (const [k, v] of Object.entries(out)) {
+    if (!k) throw invalidArgument(`${field} has an empty name`);
+    if (/[\n\r\0]/.test(k)) throw invalidArgument(`${field} name ${JSON.stringify(k.slice(0, 80))} contains a newline or NUL`);
+    if (/[\n\r\0]/.test(v)) throw invalidArgument(`${field}[${JSON.stringify(k)}] value contains a newline or NUL`);
+  }
+  return out;
+}

@@ -78,6 +78,9 @@ it('pulls an absent sandbox image, runs the pod from it and reports the runtime 
   const st = (await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: id })).status;
   expect(st?.state).toBe('SANDBOX_READY');
   expect(st?.runtime_handler).toBe('runc');
+  const listed = (await call(h.runtime, 'ListPodSandbox', { filter: { id } })).items ?? [];
+  expect(listed.map((s) => [s.id, s.runtime_handler])).toEqual([[id, 'runc']]);
+  expect(listed[0].labels).toEqual(config.labels);
   expect(BigInt(st?.created_at ?? '0')).toBeGreaterThanOrEqual(before);
   expect(BigInt(st?.created_at ?? '0')).toBeLessThanOrEqual(BigInt(Date.now()) * 1_000_000n);
   expect(st?.network?.ip).toMatch(/^10\.88\.240\.\d+$/);

@@ -1,0 +1,95 @@
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { status } from '@grpc/grpc-js';
+import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+
+/**
+ * Resources and hostile config against the real Docker Engine. This host runs cgroup v1
+ * without a hugetlb controller: unified must be refused, hugepage limits tolerated.
+ */
+jest.setTimeout(180_000);
+
+let h: Crishim;
+let pod: { id: string; config: Record<string, unknown> };
+beforeAll(async () => {
+  h = await startCrishim({ subnetIndex: 232 });
+  const logDir = path.join(h.dir, 'pods', `res-${Date.now()}`);
+  await fsp.mkdir(logDir, { recursive: true });
+  const config = podConfig('res', { log_directory: logDir });
+  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+  pod = { id, config };
+});
+afterAll(async () => {
+  if (pod) {
+    await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod.id }).catch(() => undefined);
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id }).catch(() => undefined);
+  }
+  await teardown(h);
+});
+
+const cgroupV2 = (): Promise<boolean> => fsp.stat('/sys/fs/cgroup/cgroup.controllers').then(() => true, () => false);
+
+function create(name: string, resources: Record<string, unknown>): Promise<{ container_id: string }> {
+  return call(h.runtime, 'CreateContainer', {
+    pod_sandbox_id: pod.id,
+    config: {
+      metadata: { name, attempt: 0 },
+      image: { image: BUSYBOX },
+      command: ['sleep', '600'],
+      log_path: `${name}/0.log`,
+      linux: { resources },
+    },
+    sandbox_config: pod.config,
+  });
+}
+
+describe('container resources on this host', () => {
+  it('refuses resources.unified on cgroup v1 without creating anything', async () => {
+    if (await cgroupV2()) return; // the v2 mapping is unit-tested; this host is v1
+    const before = (await containersOfPod((pod.config.metadata as { uid: string }).uid)).length;
+    const err = await codeOf(create('unified', { unified: { 'memory.max': '67108864' } }));
+    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.details).toMatch(/resources\.unified needs cgroup v2/);
+    expect((await containersOfPod((pod.config.metadata as { uid: string }).uid)).length).toBe(before);
+  });
+
+  it('runs a container with hugepage limits although the host has no hugetlb controller', async () => {
+    const { container_id: id } = await create('huge', { memory_limit_in_bytes: '67108864', hugepage_limits: [{ page_size: '2MB', limit: '0' }] });
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const st = (await call(h.runtime, 'ContainerStatus', { container_id: id })).status;
+    expect(st?.state).toBe('CONTAINER_RUNNING');
+    expect(st?.resources?.linux?.memory_limit_in_bytes).toBe('67108864');
+    // nothing is enforced here, so nothing is reported as applied
+    expect(st?.resources?.linux?.hugepage_limits).toEqual([]);
+    await call(h.runtime, 'UpdateContainerResources', { container_id: id, linux: { memory_limit_in_bytes: '134217728', hugepage_limits: [{ page_size: '2MB', limit: '0' }] } });
+    expect((await docker.getContainer(id).inspect()).HostConfig.Memory).toBe(134217728);
+    await call(h.runtime, 'UpdateContainerResources', { container_id: id, linux: { hugepage_limits: [{ page_size: '2MB', limit: '0' }] } });
+    // said once per daemon, not per container or call
+    const log = await fsp.readFile(h.logFile, 'utf8');
+    expect(log.match(/no hugetlb cgroup controller/g)).toHaveLength(1);
+    await call(h.runtime, 'StopContainer', { container_id: id, timeout: 1 });
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+  });
+
+  it('refuses malformed hugepage limits and cpusets, naming the field', async () => {
+    const bad = await codeOf(create('badhuge', { hugepage_limits: [{ page_size: '2M', limit: '0' }] }));
+    expect(bad).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringMatching(/hugepage_limits\[0\]\.page_size/) });
+    const cpus = await codeOf(create('badcpus', { cpuset_cpus: '0-' }));
+    expect(cpus).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringMatching(/resources\.cpuset_cpus/) });
+  });
+});
+
+describe('hostile pod config', () => {
+  it.each([
+    ['config.dns_config.servers[0]', { dns_config: { servers: ['10.0.0.1\nnameserver 6.6.6.6'], searches: [], options: [] } }],
+    ['config.dns_config.options[0]', { dns_config: { servers: [], searches: [], options: ['ndots:1 debug'] } }],
+    ['config.linux.cgroup_parent', { linux: { cgroup_parent: '/kubepods/../../escape' } }],
+    ['config.linux.sysctls', { linux: { sysctls: { 'net.core.somaxconn': '1\nkernel.panic=1' } } }],
+  ])('RunPodSandbox refuses %s', async (field, extra) => {
+    const config = podConfig('hostile', extra);
+    const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.details).toContain(field);
+    expect(await containersOfPod((config.metadata as { uid: string }).uid)).toEqual([]);
+  });
+});
