@@ -7,7 +7,7 @@ import { createDockerService } from './cri/docker-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
 import { connectDocker, instrumentDocker } from './docker/client';
-import { createEngineInfo } from './docker/engine-info';
+import { createEngineInfo, refreshOnDaemonEvents } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
 import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
@@ -18,6 +18,7 @@ import { createMetrics, instrumentNetwork, startMetricsServer } from './server/m
 import { listContainers } from './cri/container-list';
 import { listSandboxes } from './cri/sandbox-list';
 import { reconcile, startNetworkJanitor } from './cri/recovery';
+import { nowNanos } from './cri/time';
 
 /** dockershim's value for pause containers: the pod's last process to be OOM-killed. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
@@ -30,6 +31,8 @@ export interface Daemon {
 
 /** Wires config -> Docker, network, checkpoints, handlers -> gRPC server. */
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
+  // objects created before this instant cannot belong to a RunPodSandbox this process is serving
+  const startedAt = BigInt(nowNanos());
   await fsp.mkdir(config.rootDirectory, { recursive: true, mode: 0o700 });
   const client = await connectDocker(
     { endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey },
@@ -69,6 +72,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const stopJanitor = startNetworkJanitor(deps, logger);
   const logs = createLogManager(client.api, logger);
   await resumeLogCopies(deps, logs);
+  engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));
+  const daemonEvents = refreshOnDaemonEvents(engine, client.api, logger);
   const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker: client.api, logger });
   const service = createDockerService(deps, logs, streaming);
   const server = await startCriServer({
@@ -94,10 +99,33 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       await streaming.close();
       await metricsServer?.close();
       stopJanitor();
+      daemonEvents.close();
       logs.closeAll();
       network.close();
       engine.close();
     },
+  };
+}
+
+/**
+ * What start-up does once, again each time Docker comes back from an outage
+ * (start-up may have found it down): reconciliation, limited to what predates
+ * this process since RPCs are live now, and the CRI log copies, whose Docker
+ * streams broke with the engine.
+ */
+function catchUpAfterOutage(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>, startedAt: bigint): () => void {
+  let running: Promise<void> | undefined;
+  return () => {
+    if (running) return;
+    deps.logger.info('docker is back: reconciling and resuming log copies');
+    running = (async () => {
+      await reconcile(deps, deps.logger, { createdBefore: startedAt });
+      await resumeLogCopies(deps, logs);
+    })()
+      .catch((err: unknown) => {
+        deps.logger.error('catching up after a docker outage failed', { error: (err as Error).message });
+      })
+      .finally(() => (running = undefined));
   };
 }
 

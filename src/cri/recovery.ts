@@ -1,37 +1,49 @@
 import type Docker from 'dockerode';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
+import type { SandboxCheckpoint } from '../checkpoint/store';
 import type { ServiceDeps } from './deps';
-import { ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { CREATED_LABEL, ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { removeDockerContainer } from './sandbox-remove';
+
+export interface ReconcileOptions {
+  /**
+   * Only sandboxes created before this time (ns, crishim's clock) are undone: set
+   * when RPCs are being served, so an in-flight RunPodSandbox is left alone.
+   */
+  createdBefore?: bigint;
+}
 
 /**
  * Start-up reconciliation of Docker, checkpoints and the CNI cache, so a crash at
  * any step of RunPodSandbox leaves nothing behind once crishim is back:
  *  - a checkpoint still `creating` is a RunPodSandbox that never answered: its
  *    network, pause container and checkpoint are undone (the kubelet retries);
- *  - a pause container crishim created but never started and never checkpointed
- *    is removed;
+ *  - a pause container crishim created but never started (Docker state `created`)
+ *    is removed unless its checkpoint shows it got past the start (a host-network
+ *    checkpoint is `ready` before the start, so it does not count);
  *  - CNI state of a sandbox that has neither container nor checkpoint is released.
  * Containers crishim did not create (no crishim labels, e.g. cri-dockerd's) are
  * never touched; sandboxes whose container vanished keep their checkpoint and are
- * reported NOTREADY until the kubelet removes them.
+ * reported NOTREADY until the kubelet removes them. Resolves false when Docker
+ * could not be listed (nothing was done).
  */
-export async function reconcile(deps: ServiceDeps, logger: Logger): Promise<void> {
+export async function reconcile(deps: ServiceDeps, logger: Logger, opts: ReconcileOptions = {}): Promise<boolean> {
   const log = logger.child({ component: 'recovery' });
   let sandboxes: Docker.ContainerInfo[];
   try {
     sandboxes = await deps.docker.listContainers({ all: true, filters: { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] } });
   } catch (err) {
-    log.warn('docker unreachable: start-up reconciliation skipped', { error: (err as Error).message });
-    return;
+    log.warn('docker unreachable: reconciliation skipped until it is back', { error: (err as Error).message });
+    return false;
   }
   const containerIds = new Set(sandboxes.map((c) => c.Id));
   const checkpointIds = new Set(await deps.checkpoints.list());
+  const oldEnough = (createdAt: string | undefined): boolean => opts.createdBefore === undefined || olderThan(createdAt, opts.createdBefore);
 
   for (const id of checkpointIds) {
     const cp = await deps.checkpoints.read(id);
-    if (cp?.crishim?.phase !== 'creating') continue;
+    if (cp?.crishim?.phase !== 'creating' || !oldEnough(cp.crishim.created_at)) continue;
     log.warn('undoing a RunPodSandbox interrupted by a restart', { podSandboxId: shortId(id), pod: `${cp.namespace}/${cp.name}` });
     await undo(deps, id, log);
     containerIds.delete(id);
@@ -41,13 +53,30 @@ export async function reconcile(deps: ServiceDeps, logger: Logger): Promise<void
   for (const c of sandboxes) {
     // created by this crishim (same root directory), not by cri-dockerd or another crishim
     const ours = c.Labels[ROOT_LABEL] === deps.config.rootDirectory;
-    if (!ours || checkpointIds.has(c.Id) || c.State !== 'created') continue;
-    log.warn('removing a pause container created right before a crash', { podSandboxId: shortId(c.Id) });
+    if (!ours || c.State !== 'created' || !oldEnough(c.Labels[CREATED_LABEL])) continue;
+    const cp = checkpointIds.has(c.Id) ? await deps.checkpoints.read(c.Id) : undefined;
+    if (pastStart(cp)) continue;
+    log.warn('removing a pause container created but never started before a crash', { podSandboxId: shortId(c.Id), checkpoint: Boolean(cp) });
     await undo(deps, c.Id, log);
     containerIds.delete(c.Id);
+    checkpointIds.delete(c.Id);
   }
 
   await releaseOrphanNetworks(deps, log, (id) => containerIds.has(id) || checkpointIds.has(id));
+  return true;
+}
+
+/** A `ready` checkpoint proves the start happened, except a host-network one (written `ready` before it). */
+function pastStart(cp: SandboxCheckpoint | undefined): boolean {
+  if (!cp) return false;
+  if (cp.crishim?.phase === 'creating') return false;
+  return !cp.data?.host_network;
+}
+
+/** Unknown or unparseable creation times count as old: such objects predate this process. */
+function olderThan(createdAt: string | undefined, limit: bigint): boolean {
+  if (!createdAt || !/^\d+$/.test(createdAt)) return true;
+  return BigInt(createdAt) < limit;
 }
 
 async function undo(deps: ServiceDeps, id: string, log: Logger): Promise<void> {

@@ -1,4 +1,5 @@
 import type { DockerApi } from './client';
+import { followDockerEvents, type EventSource } from './events';
 import type { Logger } from '../logging/logger';
 
 export interface EngineSnapshot {
@@ -18,8 +19,10 @@ export interface EngineSnapshot {
 export interface EngineInfo {
   /** Last known state; costs no Docker round trip (the kubelet calls Status every few seconds). */
   current(): EngineSnapshot;
-  /** Probes now (ping, and info/version if stale or after an outage). */
-  refresh(): Promise<EngineSnapshot>;
+  /** Probes now (ping, and info/version if stale, after an outage or when `force`d). */
+  refresh(opts?: { force?: boolean }): Promise<EngineSnapshot>;
+  /** Calls `fn` each time a probe finds Docker reachable after it was not (not for the first probe). */
+  onRecovered(fn: () => void): void;
   /** Tells the cache Docker just failed to answer, so Status reflects it before the next probe. */
   markUnreachable(error: string): void;
   close(): void;
@@ -30,12 +33,15 @@ export function createEngineInfo(docker: DockerApi, logger: Logger, intervalMs =
   let snap: EngineSnapshot = { reachable: false, runtimes: [], checkedAt: new Date(0), error: 'not probed yet' };
   let infoAt = 0;
   let inFlight: Promise<EngineSnapshot> | undefined;
+  let probedOnce = false;
+  const recovered: Array<() => void> = [];
   const INFO_TTL_MS = 60_000;
 
-  const probe = async (): Promise<EngineSnapshot> => {
+  const probe = async (force: boolean): Promise<EngineSnapshot> => {
+    const wasReachable = snap.reachable;
     try {
       await docker.ping();
-      if (!snap.reachable || Date.now() - infoAt > INFO_TTL_MS) {
+      if (force || !snap.reachable || Date.now() - infoAt > INFO_TTL_MS) {
         const [info, version] = await Promise.all([docker.info(), docker.version()]);
         infoAt = Date.now();
         const i = info as {
@@ -64,11 +70,25 @@ export function createEngineInfo(docker: DockerApi, logger: Logger, intervalMs =
       if (snap.reachable) logger.warn('docker became unreachable', { error: (err as Error).message });
       snap = { ...snap, reachable: false, error: (err as Error).message, checkedAt: new Date() };
     }
+    if (probedOnce && !wasReachable && snap.reachable) notifyRecovered();
+    probedOnce = true;
     return snap;
   };
 
-  const refresh = (): Promise<EngineSnapshot> => {
-    inFlight ??= probe().finally(() => (inFlight = undefined));
+  const notifyRecovered = (): void => {
+    for (const fn of recovered) {
+      try {
+        fn();
+      } catch (err) {
+        logger.error('docker recovery handler failed', { error: (err as Error).message });
+      }
+    }
+  };
+
+  const refresh = (opts: { force?: boolean } = {}): Promise<EngineSnapshot> => {
+    // a forced refresh must not be satisfied by a probe that decided to skip info/version
+    if (opts.force && inFlight) return inFlight.then(() => refresh(opts));
+    inFlight ??= probe(opts.force ?? false).finally(() => (inFlight = undefined));
     return inFlight;
   };
   const timer = setInterval(() => void refresh(), intervalMs);
@@ -77,9 +97,34 @@ export function createEngineInfo(docker: DockerApi, logger: Logger, intervalMs =
   return {
     current: () => snap,
     refresh,
+    onRecovered(fn) {
+      recovered.push(fn);
+    },
     markUnreachable(error) {
       snap = { ...snap, reachable: false, error, checkedAt: new Date() };
     },
     close: () => clearInterval(timer),
   };
+}
+
+/**
+ * Re-reads info/version on Docker `daemon` events (e.g. `reload` after a
+ * daemon.json change adds a runtime), instead of waiting for the cache to age.
+ */
+export function refreshOnDaemonEvents(engine: EngineInfo, docker: DockerApi, logger: Logger): EventSource {
+  return followDockerEvents(docker, { type: ['daemon'] }, (ev) => {
+    logger.info('docker daemon event; refreshing engine info', { action: ev.Action });
+    void engine.refresh({ force: true });
+  }, logger);
+}
+
+/**
+ * The engine snapshot to check a runtime handler against: the cached one if it
+ * knows the handler, else a fresh one (the runtime may have been added since),
+ * so an unknown handler is only refused after Docker itself was asked.
+ */
+export async function engineForRuntime(engine: EngineInfo, handler: string): Promise<EngineSnapshot> {
+  const snap = engine.current();
+  if (snap.reachable && snap.runtimes.includes(handler)) return snap;
+  return engine.refresh({ force: true });
 }

@@ -1,5 +1,6 @@
 import type { DockerApi } from './client';
 import type { Logger } from '../logging/logger';
+import { rfc3339ToNanos } from '../cri/time';
 
 /** The fields of a Docker event crishim uses. */
 export interface DockerEvent {
@@ -14,31 +15,51 @@ export interface EventSource {
   close(): void;
 }
 
+/** Docker's `filters` for /events, e.g. `{ type: ['container'], label: ['io.kubernetes.docker.type'] }`. */
+export type EventFilters = Record<string, string[]>;
+
+export interface FollowOptions {
+  retryMs?: number;
+  /**
+   * Runs before each subscription (`reconnect` is false the first time); a rejection
+   * counts as a failed connection and is retried. Lets a caller resynchronise state
+   * that the stream cannot replay (dockerd's event buffer does not survive its restart).
+   * It may answer the engine time (ns) its state was read at: the first subscription then
+   * starts there, so nothing that happens between that read and the subscription is lost.
+   */
+  beforeSubscribe?: (reconnect: boolean) => Promise<number | void>;
+}
+
 /**
- * Follows Docker's event stream for containers carrying `label`, and resubscribes
- * (from the last event seen, so nothing is missed) whenever the stream breaks,
- * e.g. across a dockerd restart.
+ * Follows Docker's event stream for the given filters, and resubscribes (from
+ * the last event seen, so nothing the engine still holds is missed) whenever the
+ * stream breaks, e.g. across a dockerd restart.
  */
 export function followDockerEvents(
   docker: DockerApi,
-  label: string,
+  filters: EventFilters,
   onEvent: (ev: DockerEvent) => void,
   logger: Logger,
-  opts: { retryMs?: number } = {},
+  opts: FollowOptions = {},
 ): EventSource {
   let closed = false;
   let lastNano = 0;
+  let subscribedOnce = false;
   let current: { destroy(): void } | undefined;
   let retry: NodeJS.Timeout | undefined;
 
   const connect = async (): Promise<void> => {
     if (closed) return;
     try {
+      const readAt = await opts.beforeSubscribe?.(subscribedOnce);
+      if (closed) return;
+      if (!lastNano && typeof readAt === 'number') lastNano = readAt;
       const since = lastNano ? String(Math.floor(lastNano / 1e9)) : undefined;
       const stream = (await docker.getEvents({
         since: since as unknown as number,
-        filters: { type: ['container'], label: [label] },
+        filters,
       })) as NodeJS.ReadableStream & { destroy(): void };
+      subscribedOnce = true;
       current = stream;
       if (closed) return stream.destroy();
       let pending = '';
@@ -64,14 +85,14 @@ export function followDockerEvents(
       const again = (why: string): void => {
         if (closed || current !== stream) return;
         current = undefined;
-        logger.warn('docker event stream ended; resubscribing', { reason: why });
+        logger.warn('docker event stream ended; resubscribing', { reason: why, filters });
         schedule();
       };
       stream.on('end', () => again('end'));
       stream.on('close', () => again('close'));
       stream.on('error', (err: Error) => again(err.message));
     } catch (err) {
-      logger.debug('cannot subscribe to docker events yet', { error: (err as Error).message });
+      logger.debug('cannot subscribe to docker events yet', { error: (err as Error).message, filters });
       schedule();
     }
   };
@@ -91,4 +112,13 @@ export function followDockerEvents(
       current?.destroy();
     },
   };
+}
+
+/**
+ * The engine's clock in nanoseconds (from `docker info`), comparable with event
+ * `timeNano` even when a remote engine's clock differs from ours.
+ */
+export async function engineNowNano(docker: DockerApi): Promise<number> {
+  const info = (await docker.info()) as { SystemTime?: string };
+  return Number(rfc3339ToNanos(info.SystemTime)) || Date.now() * 1e6;
 }

@@ -60,14 +60,40 @@ export function pluginStdin(
   if (plugin.capabilities?.portMappings && portMappings.length > 0) runtimeConfig.portMappings = portMappings;
   if (plugin.capabilities?.ipRanges && opts.podCidr) {
     // one range set per CIDR (dual-stack "v4,v6" from UpdateRuntimeConfig)
-    runtimeConfig.ipRanges = opts.podCidr
+    const subnets = opts.podCidr
       .split(',')
       .map((s) => s.trim())
-      .filter(Boolean)
-      .map((subnet) => [{ subnet }]);
+      .filter(Boolean);
+    runtimeConfig.ipRanges = subnets.map((subnet) => [{ subnet }]);
+    if (isRecord(plugin.ipam)) conf.ipam = withoutStaticRanges(plugin.ipam, new Set(subnets.map(cidrFamily)));
   }
   if (Object.keys(runtimeConfig).length > 0) conf.runtimeConfig = runtimeConfig;
   return conf;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const cidrFamily = (cidr: string): 4 | 6 => (cidr.includes(':') ? 6 : 4);
+
+/**
+ * host-local prepends runtime ipRanges to its configured ranges (one address per
+ * range set), so a pod CIDR inside the default range fails with "range set 0
+ * overlaps with 1" and one outside it gives pods two addresses. The pod CIDR is
+ * meant to replace the default: drop configured ranges of the families it covers.
+ */
+function withoutStaticRanges(ipam: Record<string, unknown>, families: Set<4 | 6>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...ipam };
+  if (Array.isArray(ipam.ranges)) {
+    out.ranges = ipam.ranges.filter((set: unknown) => {
+      const first: unknown = Array.isArray(set) ? set[0] : undefined;
+      return !(isRecord(first) && typeof first.subnet === 'string' && families.has(cidrFamily(first.subnet)));
+    });
+    if ((out.ranges as unknown[]).length === 0) delete out.ranges;
+  }
+  // the single-range form of older configs
+  if (typeof ipam.subnet === 'string' && families.has(cidrFamily(ipam.subnet))) {
+    for (const k of ['subnet', 'rangeStart', 'rangeEnd', 'gateway']) delete out[k];
+  }
+  return out;
 }
 
 /** The CNI_ARGS pairs the kubelet passes. */

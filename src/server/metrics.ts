@@ -10,8 +10,14 @@ export interface Metrics {
   observeRpc(method: string, code: grpcStatus, seconds: number): void;
   observeDocker(method: string, path: string, seconds: number, ok: boolean): void;
   observeCni(op: 'ADD' | 'DEL', seconds: number, ok: boolean): void;
-  /** Sets the collector for the sandbox/container state gauges (runs on scrape). */
-  setStateCollector(fn: () => Promise<{ sandboxes: Record<string, number>; containers: Record<string, number> }>): void;
+  /** Sets the collector for the sandbox/container state gauges (runs once per scrape, shared by both). */
+  setStateCollector(fn: () => Promise<StateCounts>): void;
+}
+
+/** Counts by CRI state, e.g. `{ SANDBOX_READY: 2 }`. */
+export interface StateCounts {
+  sandboxes: Record<string, number>;
+  containers: Record<string, number>;
 }
 
 /** `/containers/3f2a.../json` -> `/containers/{id}/json`, so label values stay bounded. */
@@ -49,24 +55,32 @@ export function createMetrics(): Metrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30],
     registers: [registry],
   });
-  let collect: (() => Promise<{ sandboxes: Record<string, number>; containers: Record<string, number> }>) | undefined;
-  const sandboxes = new Gauge({ name: 'crishim_pod_sandboxes', help: 'Pod sandboxes by CRI state.', labelNames: ['state'], registers: [registry] });
-  const containers = new Gauge({
-    name: 'crishim_containers',
-    help: 'Containers by CRI state.',
-    labelNames: ['state'],
-    registers: [registry],
-    // one collection per scrape fills both gauges
-    async collect() {
-      if (!collect) return;
-      const s = await collect().catch(() => undefined);
-      if (!s) return;
-      sandboxes.reset();
-      containers.reset();
-      for (const [state, n] of Object.entries(s.sandboxes)) sandboxes.set({ state }, n);
-      for (const [state, n] of Object.entries(s.containers)) containers.set({ state }, n);
-    },
-  });
+  let collect: (() => Promise<StateCounts>) | undefined;
+  // prom-client starts every collect of a scrape in the same tick: they share this read
+  let reading: Promise<StateCounts | undefined> | undefined;
+  const readState = (): Promise<StateCounts | undefined> => {
+    if (!collect) return Promise.resolve(undefined);
+    reading ??= collect()
+      .catch(() => undefined)
+      .finally(() => (reading = undefined));
+    return reading;
+  };
+  const stateGauge = (name: string, help: string, pick: (s: StateCounts) => Record<string, number>): Gauge =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        const s = await readState();
+        // Docker unreachable: keep the last values rather than report zero pods
+        if (!s) return;
+        this.reset();
+        for (const [state, n] of Object.entries(pick(s))) this.set({ state }, n);
+      },
+    });
+  stateGauge('crishim_pod_sandboxes', 'Pod sandboxes by CRI state.', (s) => s.sandboxes);
+  stateGauge('crishim_containers', 'Containers by CRI state.', (s) => s.containers);
   return {
     registry,
     observeRpc(method, code, seconds) {

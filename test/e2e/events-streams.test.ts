@@ -114,7 +114,7 @@ describe('runtime configuration RPCs', () => {
   });
 
   it('accepts a pod CIDR and refuses garbage', async () => {
-    await expect(call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: '10.88.0.0/16' } } })).resolves.toEqual({});
+    await expect(call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: h.cni.subnet } } })).resolves.toEqual({});
     expect((await codeOf(call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: 'nonsense' } } }))).code).toBe(status.INVALID_ARGUMENT);
   });
 

@@ -48,12 +48,23 @@ async function expectNothingLeft(uid: string): Promise<void> {
   expect(await podNetns()).toEqual([]);
 }
 
-describe.each(['sandbox:after-create', 'sandbox:after-checkpoint', 'sandbox:after-start', 'sandbox:mid-network', 'sandbox:after-network'])(
-  'kill -9 during RunPodSandbox at %s',
-  (point) => {
+const HOST_NETWORK = { linux: { security_context: { namespace_options: { network: 'NODE' } } } };
+
+describe.each([
+  ['sandbox:after-create', 'pod network'],
+  ['sandbox:after-checkpoint', 'pod network'],
+  ['sandbox:after-start', 'pod network'],
+  ['sandbox:mid-network', 'pod network'],
+  ['sandbox:after-network', 'pod network'],
+  // host-network checkpoints are written `ready` before the start
+  ['sandbox:after-checkpoint', 'host network'],
+])(
+  'kill -9 during RunPodSandbox at %s (%s)',
+  (point, network) => {
     it('leaves nothing behind once crishim restarts and the kubelet retries', async () => {
-      const name = `crash-${point.replace(/[^a-z]/g, '-')}`;
-      const config = podConfig(name);
+      const name = `crash-${point.replace(/[^a-z]/g, '-')}${network === 'host network' ? '-host' : ''}`;
+      const extra = network === 'host network' ? HOST_NETWORK : {};
+      const config = podConfig(name, extra);
       await h.restart({ env: { CRISHIM_CRASH_AT: point } });
       const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
       expect(err.code).toBeGreaterThan(0);
@@ -64,7 +75,7 @@ describe.each(['sandbox:after-create', 'sandbox:after-checkpoint', 'sandbox:afte
       await kubeletCleanup(name);
       await expectNothingLeft((config.metadata as { uid: string }).uid);
       // and the node still works
-      const again = await call(h.runtime, 'RunPodSandbox', { config: podConfig(name) });
+      const again = await call(h.runtime, 'RunPodSandbox', { config: podConfig(name, extra) });
       await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
       await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
     });

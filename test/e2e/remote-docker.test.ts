@@ -38,6 +38,7 @@ function startDockerd(): ChildProcess {
     '--data-root', path.join(dir, 'data'),
     '--exec-root', path.join(dir, 'exec'),
     '--pidfile', path.join(dir, 'dockerd.pid'),
+    '--config-file', path.join(dir, 'daemon.json'),
     '--bridge', BRIDGE,
     '--iptables=false',
     '--ip-masq=false',
@@ -60,6 +61,7 @@ beforeAll(async () => {
     /* left from an earlier run */
   }
   execFileSync('ip', ['link', 'set', BRIDGE, 'up']);
+  await fsp.writeFile(path.join(dir, 'daemon.json'), '{}\n');
   dockerd = startDockerd();
   remote = new Docker({ host: '127.0.0.1', port, protocol: 'http' });
   await waitFor(() => remote.ping(), 'second dockerd did not come up');
@@ -110,6 +112,32 @@ describe('a remote Docker endpoint', () => {
     await runAndCheck(h);
   });
 
+  it('sees a runtime added by a daemon reload without waiting for its cache to expire', async () => {
+    h = await startCrishim({ subnetIndex: 236, args: ['--docker-endpoint', `tcp://127.0.0.1:${port}`] });
+    const crishim = h;
+    const handler = 'crishim-e2e-alt';
+    const refused = await codeOf(call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler }));
+    expect(refused.code).toBe(status.INVALID_ARGUMENT);
+    expect(refused.details).toContain(handler);
+    // what an operator does: add the runtime to daemon.json and reload dockerd (SIGHUP)
+    await fsp.writeFile(path.join(dir, 'daemon.json'), JSON.stringify({ runtimes: { [handler]: { path: 'runc' } } }));
+    dockerd?.kill('SIGHUP');
+    await waitFor(async () => {
+      const info = (await remote.info()) as { Runtimes?: Record<string, unknown> };
+      if (!info.Runtimes?.[handler]) throw new Error('dockerd has not reloaded yet');
+    }, 'dockerd did not reload', 20_000);
+    // engine info is cached for a minute; the reload event must refresh it well before that
+    let id = '';
+    await waitFor(async () => {
+      id = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler })).pod_sandbox_id;
+    }, 'the new runtime handler was still refused', 20_000);
+    expect((await remote.getContainer(id).inspect()).HostConfig.Runtime).toBe(handler);
+    await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
+    await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
+    await fsp.writeFile(path.join(dir, 'daemon.json'), '{}\n');
+    dockerd?.kill('SIGHUP');
+  });
+
   it('honours DOCKER_HOST when the flag is absent', async () => {
     h = await startCrishim({ subnetIndex: 206, env: { DOCKER_HOST: `tcp://127.0.0.1:${port}` } });
     await runAndCheck(h);
@@ -127,8 +155,25 @@ describe('a Docker Engine outage', () => {
     const stream = crishim.runtime.GetContainerEvents({});
     stream.on('data', (e: { container_id: string; container_event_type: string }) => events.push(`${e.container_id}:${e.container_event_type}`));
     stream.on('error', () => undefined);
+    // the subscription is live once a first pod's events arrive; from then on nothing may be missed
+    const probe = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('events-probe') })).pod_sandbox_id;
+    await waitFor(async () => {
+      if (!events.includes(`${probe}:CONTAINER_STARTED_EVENT`)) throw new Error('no event yet');
+    }, 'the event subscription never delivered', 20_000);
+    // a running pod, which dies with the engine and vanishes while crishim cannot hear about it
+    const before = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('before-outage') })).pod_sandbox_id;
+    // a never-started pause container of ours, left from before this crishim started (its start-up pass could not see it)
+    const leftover = await remote.createContainer({
+      Image: 'registry.k8s.io/pause:3.10',
+      Labels: { 'io.kubernetes.docker.type': 'podsandbox', 'io.crishim.created': '1', 'io.crishim.root': crishim.rootDir },
+    });
+    await waitFor(async () => {
+      if (!events.includes(`${before}:CONTAINER_STARTED_EVENT`)) throw new Error('no start event yet');
+    }, 'no start event before the outage', 20_000);
 
     await stopDockerd();
+    // gone for good: the restarted engine never emits a destroy event for it
+    await fsp.rm(path.join(dir, 'data', 'containers', before), { recursive: true, force: true });
     const failed = await codeOf(call(crishim.runtime, 'ListPodSandbox', {}, 10_000));
     expect(failed.code).toBe(status.UNAVAILABLE);
     expect(failed.details).toMatch(/docker/i);
@@ -149,8 +194,20 @@ describe('a Docker Engine outage', () => {
     await waitFor(async () => {
       if (!events.includes(`${id}:CONTAINER_STARTED_EVENT`)) throw new Error(`no event yet: ${events.join(',')}`);
     }, 'no event after the outage', 20_000);
+    // the vanished pod is reported stopped and deleted, once each, before the new pod's events
+    const mine = events.filter((e) => e.startsWith(`${before}:`));
+    expect(mine).toEqual([`${before}:CONTAINER_CREATED_EVENT`, `${before}:CONTAINER_STARTED_EVENT`, `${before}:CONTAINER_STOPPED_EVENT`, `${before}:CONTAINER_DELETED_EVENT`]);
+    expect(events.indexOf(`${before}:CONTAINER_DELETED_EVENT`)).toBeLessThan(events.indexOf(`${id}:CONTAINER_STARTED_EVENT`));
+    // reconciliation ran again once the engine was back
+    await waitFor(async () => {
+      const left = await remote.listContainers({ all: true, filters: { id: [leftover.id] } });
+      if (left.length > 0) throw new Error(`${leftover.id} is still there`);
+    }, 'the leftover pause container was not reconciled after the outage', 20_000);
     stream.cancel();
-    await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
-    await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
+    for (const pod of [id, before, probe]) {
+      await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
+      await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
+    }
+    expect(await remote.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type'] } })).toEqual([]);
   });
 });
