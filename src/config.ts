@@ -51,7 +51,32 @@ export const DEFAULTS: Config = {
   imagePullProgressDeadlineSeconds: 60,
 };
 
-const LOG_LEVELS = ['error', 'warn', 'info', 'debug'];
+/** Our levels, plus the logrus names cri-dockerd units pass, mapped to the nearest of ours. */
+export const LOG_LEVEL_ALIASES: Readonly<Record<string, string>> = {
+  error: 'error',
+  warn: 'warn',
+  info: 'info',
+  debug: 'debug',
+  warning: 'warn',
+  trace: 'debug',
+  fatal: 'error',
+  panic: 'error',
+};
+
+function logLevel(value: string): string {
+  const level = LOG_LEVEL_ALIASES[value];
+  if (!level) throw new InvalidArgumentError(`--log-level must be one of ${Object.keys(LOG_LEVEL_ALIASES).join(', ')}`);
+  return level;
+}
+
+/** An absolute cgroup path such as /system.slice/crishim.service; `..` could escape the hierarchy. */
+function cgroupPath(value: string): string {
+  if (value === '') return value;
+  if (!value.startsWith('/') || value.split('/').includes('..')) {
+    throw new InvalidArgumentError('--runtime-cgroups must be an absolute cgroup path without "..", e.g. /system.slice/crishim.service');
+  }
+  return value;
+}
 
 function oneOf<T extends string>(name: string, allowed: readonly T[]) {
   return (value: string): T => {
@@ -77,23 +102,23 @@ export function buildCli(): Command {
     .allowExcessArguments(false)
     .addOption(new Option('--version', 'print crishim, CRI and Docker API versions and exit'))
     .addOption(new Option('--container-runtime-endpoint <endpoint>', 'CRI socket to serve on (unix:///path, or fd:// under systemd socket activation)').default(d.containerRuntimeEndpoint))
-    .addOption(new Option('--docker-endpoint <endpoint>', 'Docker Engine endpoint (unix:///path or tcp://host:port); DOCKER_HOST when empty').default(d.dockerEndpoint))
+    .addOption(new Option('--docker-endpoint <endpoint>', 'Docker Engine endpoint (unix:///path or tcp://host:port)').default(d.dockerEndpoint, 'DOCKER_HOST, else unix:///var/run/docker.sock'))
     .addOption(new Option('--docker-tls-ca <file>', 'CA certificate for a TLS Docker endpoint'))
     .addOption(new Option('--docker-tls-cert <file>', 'client certificate for a TLS Docker endpoint'))
     .addOption(new Option('--docker-tls-key <file>', 'client key for a TLS Docker endpoint'))
     .addOption(new Option('--network-plugin <name>', 'pod network plugin').choices(['cni', 'none']).default(d.networkPlugin))
     .addOption(new Option('--cni-conf-dir <dir>', 'directory probed for CNI configs').default(d.cniConfDir))
     .addOption(new Option('--cni-bin-dir <dirs>', 'comma-separated directories holding CNI plugin binaries').default(d.cniBinDirs.join(',')))
-    .addOption(new Option('--cni-cache-dir <dir>', 'where CNI results are cached (default <root-directory>/cni-cache)').default(d.cniCacheDir))
+    .addOption(new Option('--cni-cache-dir <dir>', 'where CNI results are cached').default(d.cniCacheDir, '<root-directory>/cni-cache'))
     .addOption(new Option('--cni-exec-timeout <seconds>', 'kill a CNI plugin that runs longer than this').argParser(positiveInt).default(d.cniExecTimeoutSeconds))
     .addOption(new Option('--pod-infra-container-image <image>', 'sandbox (pause) image').default(d.podInfraContainerImage))
-    .addOption(new Option('--pod-cidr <cidr>', 'pod CIDR handed to CNI plugins').default(d.podCidr))
+    .addOption(new Option('--pod-cidr <cidr>', 'pod CIDR handed to CNI plugins').default(d.podCidr, 'none'))
     .addOption(new Option('--root-directory <dir>', 'state directory (checkpoints, CNI cache)').default(d.rootDirectory))
     .addOption(new Option('--cri-dockerd-root-directory <dir>', 'alias of --root-directory, for cri-dockerd unit files'))
-    .addOption(new Option('--runtime-cgroups <cgroup>', 'cgroup to move the daemon into (accepted for cri-dockerd compatibility)').default(d.runtimeCgroups))
+    .addOption(new Option('--runtime-cgroups <cgroup>', 'cgroup to move the daemon into at start (created when missing)').argParser(cgroupPath).default(d.runtimeCgroups, 'none'))
     .addOption(new Option('--streaming-bind-addr <addr>', 'host:port of the exec/attach/port-forward server').default(d.streamingBindAddr))
-    .addOption(new Option('--metrics-bind-address <addr>', 'host:port for Prometheus /metrics (off when empty)').default(d.metricsBindAddress))
-    .addOption(new Option('--log-level <level>', 'error, warn, info or debug').argParser(oneOf('--log-level', LOG_LEVELS)).default(d.logLevel))
+    .addOption(new Option('--metrics-bind-address <addr>', 'host:port for Prometheus /metrics').default(d.metricsBindAddress, 'off'))
+    .addOption(new Option('--log-level <level>', 'error, warn, info or debug (also warning, trace, fatal, panic)').argParser(logLevel).default(d.logLevel))
     .addOption(new Option('--log-format <format>', 'text or json').argParser(oneOf('--log-format', ['text', 'json'] as const)).default(d.logFormat))
     .addOption(new Option('--image-pull-progress-deadline <seconds>', 'cancel a pull that makes no progress for this long').argParser(positiveInt).default(d.imagePullProgressDeadlineSeconds));
 }

@@ -4,6 +4,7 @@ import { CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
 import { createLogger, setRootLogger } from './logging/logger';
+import { enterRuntimeCgroup } from './runtime-cgroup';
 
 async function main(): Promise<void> {
   let config;
@@ -24,6 +25,8 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error('unhandled rejection', { error: String(reason) }));
   process.on('uncaughtException', (err) => logger.error('uncaught exception', { error: err.stack ?? String(err) }));
 
+  // before anything is spawned, so CNI plugins and relays start in the runtime cgroup too
+  if (config.runtimeCgroups) await enterRuntimeCgroup(config.runtimeCgroups, logger);
   const daemon = await startDaemon(config, logger);
   let stopping = false;
   const stop = (signal: string): void => {

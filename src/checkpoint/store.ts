@@ -43,7 +43,7 @@ export type CheckpointBody = Omit<SandboxCheckpoint, 'checksum' | 'version'>;
 export interface CheckpointStore {
   readonly dir: string;
   write(sandboxId: string, body: CheckpointBody): Promise<void>;
-  /** undefined when absent; a corrupt file is moved aside (logged) and reads as absent. */
+  /** undefined when absent; a corrupt or unreadable entry is moved aside (logged) and reads as absent. */
   read(sandboxId: string): Promise<SandboxCheckpoint | undefined>;
   /** Idempotent. */
   remove(sandboxId: string): Promise<void>;
@@ -52,6 +52,8 @@ export interface CheckpointStore {
 }
 
 const SUFFIX = '.json';
+/** Read errors caused by the process's state, not the file's. */
+const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR', 'ENOMEM']);
 /** cri-dockerd names its checkpoint files by the bare sandbox id. */
 const LEGACY = /^[0-9a-f]{64}$/;
 /** checkpoints/ sits two levels above this file in src/ and in dist/ alike. */
@@ -95,12 +97,34 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
     return path.join(dir, id + SUFFIX);
   };
 
+  /** Moves a bad entry (file or directory) to corrupt/; never throws, so a bad checkpoint cannot stop start-up. */
   const setAside = async (file: string, why: string): Promise<void> => {
     const aside = path.join(dir, 'corrupt');
-    await fsp.mkdir(aside, { recursive: true, mode: 0o700 });
     const target = path.join(aside, `${path.basename(file)}.${Date.now()}`);
-    await fsp.rename(file, target).catch(() => undefined);
-    logger.error('checkpoint is unreadable; moved aside', { file, movedTo: target, reason: why });
+    try {
+      await fsp.mkdir(aside, { recursive: true, mode: 0o700 });
+      await fsp.rename(file, target);
+      logger.error('checkpoint is unreadable; moved aside', { file, movedTo: target, reason: why });
+    } catch (err) {
+      logger.error('checkpoint is unreadable and could not be moved aside; ignoring it', { file, reason: why, error: (err as Error).message });
+    }
+  };
+
+  /** Text of the first candidate that exists; one that cannot be read (a directory, EACCES) is set aside and skipped. */
+  const readText = async (candidates: string[]): Promise<{ file: string; text: string } | undefined> => {
+    for (const file of candidates) {
+      try {
+        return { file, text: await fsp.readFile(file, 'utf8') };
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') continue;
+        const reason = `cannot read: ${code ?? (err as Error).message}`;
+        // out of fds or memory says nothing about the file: keep it for the next read
+        if (code && TRANSIENT.has(code)) logger.warn('checkpoint could not be read now; treating it as absent', { file, reason });
+        else await setAside(file, reason);
+      }
+    }
+    return undefined;
   };
 
   return {
@@ -111,18 +135,9 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
       await writeFileAtomic(fileOf(sandboxId), JSON.stringify(full, null, 2) + '\n');
     },
     async read(sandboxId) {
-      let file = fileOf(sandboxId);
-      let text: string | undefined;
-      for (const candidate of [file, path.join(dir, sandboxId)]) {
-        try {
-          text = await fsp.readFile(candidate, 'utf8');
-          file = candidate;
-          break;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        }
-      }
-      if (text === undefined) return undefined;
+      const found = await readText([fileOf(sandboxId), path.join(dir, sandboxId)]);
+      if (!found) return undefined;
+      const { file, text } = found;
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);

@@ -7,6 +7,7 @@ import { MAX_MESSAGE_BYTES } from '../server/proto';
 import type { CallContext, RuntimeImpl, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { killExec, startDockerExec, waitExecExit } from '../streaming/docker-exec';
 import type { StreamingServer } from '../streaming/server';
+import { TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { checkId } from './validation';
 
 /** stdout + stderr of ExecSync must fit in one 16 MiB CRI message; keep room for the envelope. */
@@ -151,6 +152,8 @@ function portForwardRpc(deps: ExecDeps) {
       if (isDockerNotFound(err)) throw notFound(`pod sandbox ${id}`);
       throw toCriError(err, `inspect pod sandbox ${id}`);
     }
+    // a container id (or any other Docker container) is not a pod: forwarding into it would bypass the pod's identity
+    if (info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: info.Id });
     if (!info.State.Running) throw failedPrecondition(`pod sandbox ${info.Id} is not running`);
     return { url: deps.streaming.issueUrl({ kind: 'portforward', podSandboxId: info.Id, ports: req.port ?? [] }) };

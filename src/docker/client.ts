@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import Docker from 'dockerode';
 import type { Logger } from '../logging/logger';
@@ -22,21 +23,30 @@ export function dockerOptions(opts: DockerEndpointOptions): Docker.DockerOptions
   if (endpoint.startsWith('/')) return { socketPath: endpoint };
   const m = /^(tcp|http|https):\/\/([^:/]+|\[[^\]]+\])(?::(\d+))?\/?$/.exec(endpoint);
   if (!m) throw new Error(`unsupported docker endpoint ${JSON.stringify(endpoint)}: expected unix:///path or tcp://host:port`);
-  const certDir = env.DOCKER_CERT_PATH;
   const verify = env.DOCKER_TLS_VERIFY !== undefined && env.DOCKER_TLS_VERIFY !== '' && env.DOCKER_TLS_VERIFY !== '0';
-  const ca = opts.tlsCa ?? (verify && certDir ? path.join(certDir, 'ca.pem') : undefined);
-  const cert = opts.tlsCert ?? (verify && certDir ? path.join(certDir, 'cert.pem') : undefined);
-  const key = opts.tlsKey ?? (verify && certDir ? path.join(certDir, 'key.pem') : undefined);
+  // like the Docker CLI: without DOCKER_CERT_PATH the certificates live in its config directory
+  const certDir = env.DOCKER_CERT_PATH || env.DOCKER_CONFIG || path.join(env.HOME || os.homedir(), '.docker');
+  const ca = opts.tlsCa ?? (verify ? path.join(certDir, 'ca.pem') : undefined);
+  const cert = opts.tlsCert ?? (verify ? path.join(certDir, 'cert.pem') : undefined);
+  const key = opts.tlsKey ?? (verify ? path.join(certDir, 'key.pem') : undefined);
   const tls = m[1] === 'https' || Boolean(ca || cert || key);
   const out: Docker.DockerOptions = {
     host: m[2].replace(/^\[|\]$/g, ''),
     port: m[3] ? Number(m[3]) : tls ? 2376 : 2375,
     protocol: tls ? 'https' : 'http',
   };
-  if (ca) out.ca = fs.readFileSync(ca);
-  if (cert) out.cert = fs.readFileSync(cert);
-  if (key) out.key = fs.readFileSync(key);
+  if (ca) out.ca = readTlsFile(ca, 'CA certificate');
+  if (cert) out.cert = readTlsFile(cert, 'client certificate');
+  if (key) out.key = readTlsFile(key, 'client key');
   return out;
+}
+
+function readTlsFile(file: string, what: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new Error(`cannot read the Docker TLS ${what} ${file}: ${(err as Error).message}`);
+  }
 }
 
 export interface DockerClient {

@@ -83,6 +83,26 @@ async function prepareSocket(socketPath: string, logger: Logger): Promise<void> 
   fs.unlinkSync(socketPath);
 }
 
+/** Longest id or reference copied from a request into the log (requests can carry anything). */
+const MAX_LOGGED_FIELD = 128;
+
+/**
+ * The pod/container id and image reference a request names, so that the
+ * summary line carries them even when the call fails before any lookup
+ * (NOT_FOUND, validation). Handlers replace them with full ids once resolved.
+ */
+export function requestFields(req: unknown): Record<string, string> {
+  const r = (req ?? {}) as { pod_sandbox_id?: unknown; container_id?: unknown; image?: { image?: unknown } | null };
+  const out: Record<string, string> = {};
+  const put = (key: string, value: unknown): void => {
+    if (typeof value === 'string' && value !== '') out[key] = value.slice(0, MAX_LOGGED_FIELD);
+  };
+  put('podSandboxId', r.pod_sandbox_id);
+  put('containerId', r.container_id);
+  if (r.image && typeof r.image === 'object') put('image', r.image.image);
+  return out;
+}
+
 function makeContext(
   method: string,
   call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
@@ -103,7 +123,7 @@ function makeContext(
   const ctx: CallContext = {
     signal: ac.signal,
     method,
-    log: logger.child({ rpc: method }),
+    log: logger.child({ rpc: method, ...fields }),
     annotate(more) {
       Object.assign(fields, more);
       ctx.log = logger.child({ rpc: method, ...fields });
@@ -142,13 +162,13 @@ function wrap(
     const answer = (): CriError => new CriError(grpc.status.UNIMPLEMENTED, `${method} is not implemented by crishim`);
     if (streaming) {
       return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
-        finish({}, process.hrtime.bigint(), answer());
+        finish(requestFields(call.request), process.hrtime.bigint(), answer());
         call.destroy(Object.assign(new Error(answer().message), { code: grpc.status.UNIMPLEMENTED }));
       }) as grpc.handleServerStreamingCall<unknown, unknown>;
     }
-    return ((_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const err = answer();
-      finish({}, process.hrtime.bigint(), err);
+      finish(requestFields(call.request), process.hrtime.bigint(), err);
       cb({ code: err.code, details: err.message });
     }) as grpc.handleUnaryCall<unknown, unknown>;
   }
@@ -156,7 +176,7 @@ function wrap(
     const run = impl as StreamImpl<unknown, unknown>;
     return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
       const started = process.hrtime.bigint();
-      const fields: Record<string, string> = {};
+      const fields = requestFields(call.request);
       const { ctx, dispose } = makeContext(method, call, logger, fields);
       const send = (msg: unknown): Promise<void> =>
         new Promise((resolve, reject) => {
@@ -181,7 +201,7 @@ function wrap(
   const run = impl as UnaryImpl<unknown, unknown>;
   return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
     const started = process.hrtime.bigint();
-    const fields: Record<string, string> = {};
+    const fields = requestFields(call.request);
     const { ctx, dispose } = makeContext(method, call, logger, fields);
     let result: Promise<unknown>;
     try {

@@ -1,7 +1,9 @@
 import { promises as fsp } from 'fs';
 import * as http from 'http';
+import * as os from 'os';
 import * as path from 'path';
-import { call, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import * as grpc from '@grpc/grpc-js';
+import { call, codeOf, podConfig, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -35,9 +37,15 @@ describe('running it the way operators do', () => {
   });
 
   it('runs with the flags of a cri-dockerd unit file and logs every RPC once as JSON', async () => {
-    // the flags cri-dockerd units pass (paths pointed at the test's own directories by the harness where it must)
+    // the flags cri-dockerd units pass (paths pointed at the test's own directories by the harness where it must);
+    // --runtime-cgroups acts on a fake cgroup tree, so the daemon never leaves the cgroups this test runs in
+    const cgroupRoot = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-cgroup-'));
+    await fsp.mkdir(path.join(cgroupRoot, 'memory'));
+    const mounts = path.join(cgroupRoot, 'mounts');
+    await fsp.writeFile(mounts, `cgroup ${cgroupRoot}/memory cgroup rw,relatime,memory 0 0\n`);
     h = await startCrishim({
       subnetIndex: 207,
+      env: { CRISHIM_CGROUP_MOUNTS_FILE: mounts },
       args: [
         '--network-plugin=cni',
         '--cni-bin-dir=/opt/cni/bin,/usr/lib/cni',
@@ -49,8 +57,17 @@ describe('running it the way operators do', () => {
         '--metrics-bind-address=127.0.0.1:0',
       ],
     });
+    const procs = await fsp.readFile(path.join(cgroupRoot, 'memory', 'system.slice', 'crishim.service', 'cgroup.procs'), 'utf8');
+    await fsp.rm(cgroupRoot, { recursive: true, force: true });
+    expect(procs).toBe(`${h.proc.pid}\n`);
     const config = podConfig('operator');
     const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+    await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: id });
+    // ids no container has: the calls fail before any lookup succeeds
+    const unknownRead = 'c0ffee'.repeat(10) + 'c0de';
+    const unknownMutation = 'deadbeef'.repeat(8);
+    expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: unknownRead }))).code).toBe(grpc.status.NOT_FOUND);
+    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: unknownMutation }))).code).toBe(grpc.status.NOT_FOUND);
     await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
 
@@ -65,6 +82,16 @@ describe('running it the way operators do', () => {
     expect(run[0]).toMatchObject({ level: 'info', code: 'OK', podSandboxId: id });
     expect(typeof run[0].ms).toBe('number');
     expect(lines.filter((l) => l.message === 'StopPodSandbox' && l.podSandboxId === id)).toHaveLength(1);
+    // reads at debug, mutations at info, failures before any lookup still name the id they were asked about
+    const only = (message: string): Record<string, unknown> => {
+      const found = lines.filter((l) => l.message === message && l.rpc === message);
+      expect(found).toHaveLength(1);
+      return found[0];
+    };
+    expect(only('PodSandboxStatus')).toMatchObject({ level: 'debug', code: 'OK', podSandboxId: id });
+    expect(only('ContainerStatus')).toMatchObject({ level: 'debug', code: 'NOT_FOUND', containerId: unknownRead });
+    expect(only('StartContainer')).toMatchObject({ level: 'info', code: 'NOT_FOUND', containerId: unknownMutation });
+    expect(only('StopPodSandbox')).toMatchObject({ level: 'info', code: 'OK' });
   });
 
   it('serves Status from cache: no Docker round trip per call', async () => {

@@ -12,6 +12,7 @@ import * as spdy from 'spdy-transport';
 import type { SpdyConnection, SpdyHeaders, SpdyStream } from 'spdy-transport';
 import WebSocket from 'ws';
 import { execHandlers, EXEC_SYNC_OUTPUT_LIMIT } from '../../src/cri/exec';
+import { TYPE_LABEL, TYPE_SANDBOX } from '../../src/cri/labels';
 import { createLogger } from '../../src/logging/logger';
 import type { CallContext } from '../../src/server/rpc';
 import { startStreamingServer, type StreamingServer } from '../../src/streaming/server';
@@ -291,6 +292,25 @@ describe('Exec over SPDY', () => {
     await expect(spdyRemote(url.replace(/[^/]+$/, 'AAAAAAAAAAAAAAAAAAAAAA'), { stderr: true })).rejects.toMatchObject({ statusCode: 404 });
   });
 
+  it('refuses (401) a token that expired before it was redeemed, and starts nothing', async () => {
+    const shortLived = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker, logger, tokenTtlMs: 200 });
+    try {
+      const url = shortLived.issueUrl({ kind: 'exec', containerId: worker, cmd: ['sh', '-c', 'echo expired-ran >&2; sleep 302'], tty: false, stdin: false, stdout: true, stderr: true });
+      await sleep(600);
+      // 401 "token expired"; 404 if the server's sweep dropped it first (a slow machine can sleep past it)
+      const refused = await spdyRemote(url, { stderr: true }).then(
+        () => 0,
+        (err: { statusCode?: number }) => err.statusCode,
+      );
+      expect([401, 404]).toContain(refused);
+      // a token is single-use even when it failed: the retry is unknown
+      await expect(spdyRemote(url, { stderr: true })).rejects.toMatchObject({ statusCode: 404 });
+      expect(await psOutput(worker)).not.toContain('sleep 302');
+    } finally {
+      await shortLived.close();
+    }
+  });
+
   it('kills the exec process when the client disconnects mid-stream', async () => {
     const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo started; sleep 303; echo never']), { stderr: true });
     await new Promise<void>((resolve) => r.stdout!.once('data', () => resolve()));
@@ -376,7 +396,10 @@ describe('PortForward', () => {
     // a pod with its own network namespace echoing every connection on 8080
     // busybox `nc -ll` resets connections that arrive while it re-arms (seen with 20 at
     // once straight to the pod IP, without crishim): one echo listener per port instead
-    pod = await runContainer(['sh', '-c', 'for p in $(seq 8080 8099); do nc -ll -p $p -e cat & done; wait']);
+    // labelled as a sandbox, the only kind of container PortForward accepts
+    pod = await runContainer(['sh', '-c', 'for p in $(seq 8080 8099); do nc -ll -p $p -e cat & done; wait'], {
+      Labels: { [TYPE_LABEL]: TYPE_SANDBOX },
+    });
     await eventually(async () => {
       const r = await h.ExecSync({ container_id: pod, cmd: ['sh', '-c', '[ "$(netstat -ltn | grep -c ":80[89][0-9] ")" -ge 20 ]'], timeout: '0' }, ctx());
       return r.exit_code === 0;
@@ -457,5 +480,13 @@ describe('PortForward', () => {
 
   it('rejects an unknown pod', async () => {
     await expect(h.PortForward({ pod_sandbox_id: 'e'.repeat(64), port: [80] }, ctx())).rejects.toMatchObject({ code: status.NOT_FOUND });
+  });
+
+  it('rejects a container that is not a pod sandbox, naming it', async () => {
+    // `worker` is running and has its own network namespace: only the missing sandbox label stops it
+    await expect(h.PortForward({ pod_sandbox_id: worker, port: [8080] }, ctx())).rejects.toMatchObject({
+      code: status.NOT_FOUND,
+      message: expect.stringContaining(`pod sandbox ${worker}`),
+    });
   });
 });

@@ -1,10 +1,26 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { Writable } from 'stream';
 import winston from 'winston';
 import { createCheckpointStore, type CheckpointBody } from '../../src/checkpoint/store';
 
 const quiet = winston.createLogger({ silent: true });
+
+/** A logger whose records (message and fields) the test can read. */
+function recordingLogger(): { logger: winston.Logger; records: Array<Record<string, unknown>> } {
+  const records: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    objectMode: true,
+    write(info: Record<string, unknown>, _enc, cb) {
+      records.push(info);
+      cb();
+    },
+  });
+  return { logger: winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream })] }), records };
+}
+
+const errnoError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: simulated`), { code });
 const ID = 'a'.repeat(64);
 const body: CheckpointBody = {
   name: 'web',
@@ -73,5 +89,75 @@ describe('checkpoint store', () => {
   it('refuses ids that could escape the directory', async () => {
     const store = await createCheckpointStore(dir, quiet);
     await expect(store.read('../../etc/passwd')).rejects.toThrow(/invalid sandbox id/);
+  });
+
+  it('sets aside a directory named like a checkpoint instead of throwing', async () => {
+    const { logger, records } = recordingLogger();
+    const store = await createCheckpointStore(dir, logger);
+    await fsp.mkdir(path.join(dir, `${ID}.json`));
+    await fsp.writeFile(path.join(dir, `${ID}.json`, 'inside'), 'x');
+    expect(await store.list()).toEqual([ID]);
+    await expect(store.read(ID)).resolves.toBeUndefined();
+    const aside = await fsp.readdir(path.join(dir, 'corrupt'));
+    expect(aside).toHaveLength(1);
+    expect(aside[0]).toMatch(new RegExp(`^${ID}\\.json\\.\\d+$`));
+    expect(await store.list()).toEqual([]);
+    expect(records.find((r) => r.level === 'error' && r.file === path.join(dir, `${ID}.json`))?.reason).toMatch(/EISDIR/);
+  });
+
+  it('sets aside a checkpoint it may not read (EACCES) and falls back to the bare-id file', async () => {
+    const { logger, records } = recordingLogger();
+    const store = await createCheckpointStore(dir, logger);
+    await store.write(ID, body);
+    const foreign = { version: 'v1', name: 'legacy', namespace: 'ns', data: { port_mappings: null, host_network: false }, checksum: 1 };
+    await fsp.writeFile(path.join(dir, ID), JSON.stringify(foreign));
+    // root reads any file whatever its mode, so the refusal is simulated
+    const realRead = fsp.readFile;
+    const spy = jest.spyOn(fsp, 'readFile').mockImplementation(((file: Parameters<typeof fsp.readFile>[0], ...rest: unknown[]) =>
+      String(file).endsWith('.json') ? Promise.reject(errnoError('EACCES')) : (realRead as (...a: unknown[]) => Promise<string>)(file, ...rest)) as typeof fsp.readFile);
+    try {
+      await expect(store.read(ID)).resolves.toMatchObject({ name: 'legacy' });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await fsp.readdir(path.join(dir, 'corrupt'))).toHaveLength(1);
+    expect(records.some((r) => r.level === 'error' && /EACCES/.test(String(r.reason)))).toBe(true);
+  });
+
+  it('keeps a checkpoint in place when the read fails for a passing reason (EMFILE)', async () => {
+    const store = await createCheckpointStore(dir, quiet);
+    await store.write(ID, body);
+    const spy = jest.spyOn(fsp, 'readFile').mockRejectedValue(errnoError('EMFILE'));
+    try {
+      await expect(store.read(ID)).resolves.toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await store.read(ID)).toMatchObject({ name: 'web' });
+  });
+
+  it('never throws when the bad entry cannot be moved aside either', async () => {
+    const { logger, records } = recordingLogger();
+    const store = await createCheckpointStore(dir, logger);
+    await fsp.mkdir(path.join(dir, `${ID}.json`));
+    const spy = jest.spyOn(fsp, 'rename').mockRejectedValue(errnoError('EROFS'));
+    try {
+      await expect(store.read(ID)).resolves.toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(records.some((r) => r.level === 'error' && /EROFS/.test(String(r.error)))).toBe(true);
+  });
+
+  it('sets aside a checkpoint that belongs to another sandbox', async () => {
+    const { logger, records } = recordingLogger();
+    const store = await createCheckpointStore(dir, logger);
+    const other = 'b'.repeat(64);
+    // a well-formed checkpoint with a valid checksum, but stored under the wrong id (e.g. copied by hand)
+    await store.write(ID, { ...body, crishim: { ...body.crishim!, sandbox_id: other } });
+    expect(await store.read(ID)).toBeUndefined();
+    expect(await fsp.readdir(path.join(dir, 'corrupt'))).toHaveLength(1);
+    expect(await store.list()).toEqual([]);
+    expect(records.some((r) => String(r.reason).includes(`belongs to sandbox ${other}`))).toBe(true);
   });
 });

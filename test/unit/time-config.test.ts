@@ -2,6 +2,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { buildCli, DEFAULTS, parseConfig } from '../../src/config';
+import { joinCgroup, parseCgroupMounts } from '../../src/runtime-cgroup';
 import { lowestOomScoreAdj } from '../../src/docker/oom-score';
 import { rfc3339ToNanos, secondsToNanos } from '../../src/cri/time';
 import { dockerOptions } from '../../src/docker/client';
@@ -34,6 +35,102 @@ describe('config', () => {
     expect(() => parseConfig(['--no-such-flag'], quiet())).toThrow(/unknown option/);
     expect(() => parseConfig(['--network-plugin', 'kubenet'], quiet())).toThrow(/network-plugin/);
     expect(() => parseConfig(['--log-level', 'loud'], quiet())).toThrow(/log-level/);
+  });
+});
+
+describe('CLI help and aliases', () => {
+  const quiet = (): ReturnType<typeof buildCli> => buildCli().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+
+  it('shows the real defaults in --help, once per flag', () => {
+    const help = buildCli().helpInformation();
+    const entry = (flag: string): string => {
+      // an entry runs from its flag to the next flag at the start of a line
+      const m = new RegExp(`^\\s+${flag} .*?(?=^\\s+--|^\\s+-h|$(?![\\s\\S]))`, 'ms').exec(help);
+      if (!m) throw new Error(`${flag} missing from --help:\n${help}`);
+      return m[0].replace(/\s+/g, ' ');
+    };
+    expect(entry('--docker-endpoint')).toContain('(default: DOCKER_HOST, else unix:///var/run/docker.sock)');
+    expect(entry('--docker-endpoint')).not.toContain('""');
+    expect(entry('--cni-cache-dir').match(/default/g)).toHaveLength(1);
+    expect(entry('--cni-cache-dir')).toContain('(default: <root-directory>/cni-cache)');
+    expect(help).not.toContain('(default: "")');
+    expect(entry('--container-runtime-endpoint')).toContain('(default: "unix:///run/crishim/crishim.sock")');
+  });
+
+  it.each([
+    ['warning', 'warn'],
+    ['trace', 'debug'],
+    ['fatal', 'error'],
+    ['panic', 'error'],
+    ['info', 'info'],
+  ])('accepts cri-dockerd log level %s as %s', (given, level) => {
+    expect(parseConfig(['--log-level', given], quiet()).logLevel).toBe(level);
+  });
+
+  it('takes an absolute --runtime-cgroups path and refuses others', () => {
+    expect(parseConfig(['--runtime-cgroups=/system.slice/crishim.service']).runtimeCgroups).toBe('/system.slice/crishim.service');
+    expect(() => parseConfig(['--runtime-cgroups=system.slice'], quiet())).toThrow(/runtime-cgroups/);
+    expect(() => parseConfig(['--runtime-cgroups=/a/../../b'], quiet())).toThrow(/runtime-cgroups/);
+  });
+});
+
+describe('--runtime-cgroups on a fake cgroup tree', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-cg-'));
+  });
+  afterEach(() => fsp.rm(root, { recursive: true, force: true }));
+
+  const mountsFile = async (lines: string[]): Promise<string> => {
+    const f = path.join(root, 'mounts');
+    await fsp.writeFile(f, lines.join('\n') + '\n');
+    return f;
+  };
+  const read = (...p: string[]): Promise<string> => fsp.readFile(path.join(root, ...p), 'utf8');
+
+  it('cgroup v1: writes the pid into every hierarchy, creating the path, cpuset inherited from the parent', async () => {
+    for (const c of ['cpu,cpuacct', 'memory', 'cpuset', 'systemd']) await fsp.mkdir(path.join(root, c));
+    await fsp.writeFile(path.join(root, 'cpuset', 'cpuset.cpus'), '0-1\n');
+    await fsp.writeFile(path.join(root, 'cpuset', 'cpuset.mems'), '0\n');
+    const file = await mountsFile([
+      `tmpfs ${root} tmpfs rw 0 0`,
+      `cgroup ${root}/cpu,cpuacct cgroup rw,relatime,cpu,cpuacct 0 0`,
+      `cgroup ${root}/memory cgroup rw,relatime,memory 0 0`,
+      `cgroup ${root}/cpuset cgroup rw,relatime,cpuset 0 0`,
+      `cgroup ${root}/systemd cgroup rw,relatime,name=systemd 0 0`,
+      `cgroup2 ${root}/unified cgroup2 rw,relatime 0 0`,
+    ]);
+    const written = await joinCgroup('/system.slice/crishim.service', { pid: 4242, mountsFile: file });
+    expect(written).toHaveLength(4);
+    for (const c of ['cpu,cpuacct', 'memory', 'cpuset', 'systemd']) {
+      expect(await read(c, 'system.slice', 'crishim.service', 'cgroup.procs')).toBe('4242\n');
+    }
+    // the hybrid host's unified mount is left alone
+    await expect(read('unified', 'system.slice', 'crishim.service', 'cgroup.procs')).rejects.toThrow(/ENOENT/);
+    expect(await read('cpuset', 'system.slice', 'cpuset.cpus')).toBe('0-1');
+    expect(await read('cpuset', 'system.slice', 'crishim.service', 'cpuset.mems')).toBe('0');
+  });
+
+  it('cgroup v2: one cgroup.procs file, mount paths with escaped spaces', async () => {
+    await fsp.mkdir(path.join(root, 'cg two'));
+    const file = await mountsFile([`cgroup2 ${root}/cg\\040two cgroup2 rw,nsdelegate 0 0`]);
+    expect(parseCgroupMounts(await fsp.readFile(file, 'utf8'))).toEqual([{ mountPoint: `${root}/cg two`, unified: true, cpuset: false }]);
+    await joinCgroup('/crishim', { pid: 7, mountsFile: file });
+    expect(await read('cg two', 'crishim', 'cgroup.procs')).toBe('7\n');
+  });
+
+  it('tries every hierarchy and names the ones that failed', async () => {
+    await fsp.mkdir(path.join(root, 'memory'));
+    // a file where a hierarchy's directory should be: mkdir fails there
+    await fsp.writeFile(path.join(root, 'pids'), '');
+    const file = await mountsFile([`cgroup ${root}/pids cgroup rw,pids 0 0`, `cgroup ${root}/memory cgroup rw,memory 0 0`]);
+    await expect(joinCgroup('/crishim', { pid: 9, mountsFile: file })).rejects.toThrow(new RegExp(`cannot move into cgroup /crishim: ${root}/pids/crishim/cgroup.procs`));
+    expect(await read('memory', 'crishim', 'cgroup.procs')).toBe('9\n');
+  });
+
+  it('fails when no cgroup filesystem is mounted', async () => {
+    const file = await mountsFile([`proc /proc proc rw 0 0`]);
+    await expect(joinCgroup('/crishim', { mountsFile: file })).rejects.toThrow(/no cgroup filesystem/);
   });
 });
 
