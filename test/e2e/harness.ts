@@ -159,6 +159,9 @@ export async function teardown(h: Crishim | undefined): Promise<void> {
   } catch {
     /* never created */
   }
+  // CRISHIM_E2E_KEEP_LOGS=dir keeps each daemon's log for a post-mortem
+  const keep = process.env.CRISHIM_E2E_KEEP_LOGS;
+  if (keep) await fsp.copyFile(h.logFile, path.join(keep, `${path.basename(h.dir)}.log`)).catch(() => undefined);
   await fsp.rm(h.dir, { recursive: true, force: true });
 }
 
