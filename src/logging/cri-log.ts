@@ -84,9 +84,14 @@ function countLast(lines: string[]): { entries: LastEntries; complete: boolean }
   return timestamp === undefined ? undefined : { entries: { timestamp, count }, complete: false };
 }
 
-/** Appends CRI entries to a file; `reopen` follows a rename by the kubelet's log rotation. */
+/**
+ * Appends CRI entries to a file; `reopen` follows a rename by the kubelet's log rotation.
+ * Once closed it ignores writes, reopens and further closes: a file descriptor number is
+ * reused by the next open, so touching a stale one would write into, or close, someone
+ * else's file or socket (a Docker connection, seen as hung requests and EBADF).
+ */
 export class CriLogFile {
-  private fd: number;
+  private fd: number | undefined;
 
   constructor(readonly file: string) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -95,21 +100,23 @@ export class CriLogFile {
 
   /** Synchronous on purpose: an entry is either before or after a reopen, never lost between. */
   write(timestamp: string, stream: LogStream, content: string | Buffer): void {
+    const fd = this.fd;
+    if (fd === undefined) return;
     const data = criEntries(timestamp, stream, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
-    for (let off = 0; off < data.length; ) off += fs.writeSync(this.fd, data, off);
+    for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
   }
 
   reopen(): void {
+    if (this.fd === undefined) return;
     const next = fs.openSync(this.file, 'a', 0o640);
     fs.closeSync(this.fd);
     this.fd = next;
   }
 
   close(): void {
-    try {
-      fs.closeSync(this.fd);
-    } catch {
-      /* already closed */
-    }
+    const fd = this.fd;
+    if (fd === undefined) return;
+    this.fd = undefined;
+    fs.closeSync(fd);
   }
 }

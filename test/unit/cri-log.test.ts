@@ -1,4 +1,5 @@
 import { promises as fsp } from 'fs';
+import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { CriLogFile, criEntries, criLines, lastEntries, lastTimestamp } from '../../src/logging/cri-log';
@@ -92,5 +93,28 @@ describe('docker log stream parsing', () => {
     expect(rec?.timestamp).toBe(TS);
     expect(rec?.message.toString()).toBe('hello world\n');
     expect(splitRecord(Buffer.from('garbage'))).toBeUndefined();
+  });
+});
+
+describe('CRI log file after close', () => {
+  it('never touches its old descriptor again, even when the number now belongs to another file', async () => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-crilog-fd-'));
+    const log = new CriLogFile(path.join(dir, 'c', '0.log'));
+    log.close();
+    // the kernel hands out the lowest free number: the one the log file just gave back
+    const other = path.join(dir, 'other');
+    const fd = fs.openSync(other, 'w');
+    try {
+      log.write('2026-01-01T00:00:00.000000000Z', 'stdout', 'late\n');
+      log.reopen();
+      log.close();
+      // still open and ours: a second close would have closed it, a late write would have landed in it
+      fs.writeSync(fd, 'mine');
+    } finally {
+      fs.closeSync(fd);
+    }
+    expect(await fsp.readFile(other, 'utf8')).toBe('mine');
+    expect(await fsp.readFile(path.join(dir, 'c', '0.log'), 'utf8')).toBe('');
+    await fsp.rm(dir, { recursive: true });
   });
 });
