@@ -223,17 +223,16 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
       return { push: (chunk) => frames.push(chunk), end: () => undefined };
     };
 
+    /** Both streams with timestamps, from where the file ends (Docker's `since` takes seconds.nanos as a string). */
+    const fromResumePoint = (): { stdout: true; stderr: true; timestamps: true; since?: number } => {
+      const since = resume.begin();
+      return { stdout: true, stderr: true, timestamps: true, ...(since ? { since: since as unknown as number } : {}) };
+    };
+
     /** One logs request, followed until Docker ends it; resolves with the number of records seen. */
     const copyPass = async (): Promise<number> => {
       f.kicked = false;
-      const since = resume.begin();
-      const stream = (await docker.getContainer(containerId).logs({
-        follow: true,
-        stdout: true,
-        stderr: true,
-        timestamps: true,
-        ...(since ? { since: since as unknown as number } : {}),
-      })) as unknown as LogsStream;
+      const stream = (await docker.getContainer(containerId).logs({ ...fromResumePoint(), follow: true })) as unknown as LogsStream;
       let records = 0;
       const parser = recordParser((s, ts, msg) => {
         records += 1;
@@ -262,14 +261,7 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
      * resume point skips what was already written.
      */
     const finalPass = async (): Promise<void> => {
-      const since = resume.begin();
-      const all = (await docker.getContainer(containerId).logs({
-        follow: false,
-        stdout: true,
-        stderr: true,
-        timestamps: true,
-        ...(since ? { since: since as unknown as number } : {}),
-      })) as Buffer;
+      const all = (await docker.getContainer(containerId).logs({ ...fromResumePoint(), follow: false })) as Buffer;
       const parser = recordParser(onRecord);
       parser.push(Buffer.isBuffer(all) ? all : Buffer.from(all));
       parser.end();
