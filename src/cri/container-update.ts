@@ -1,3 +1,4 @@
+import type Docker from 'dockerode';
 import { constants as fsConstants, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';
@@ -111,15 +112,19 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
 /** The daemon's instance: its "no controller" warning is given once per daemon. */
 export const defaultHugetlb = hugetlbCgroup();
 
-/** Applies CRI resources to a live Docker container (a pod's pause container included). */
+/**
+ * Applies CRI resources to a live Docker container (a pod's pause container included);
+ * `target` is the caller's inspect of it, whose pid locates the hugetlb cgroup.
+ */
 export async function applyResources(
   deps: ServiceDeps,
-  id: string,
+  target: Pick<Docker.ContainerInspectInfo, 'Id' | 'State'>,
   resources: Resources,
   what: string,
   ctx: CallContext,
   hugetlb: HugetlbCgroup = defaultHugetlb,
 ): Promise<void> {
+  const id = target.Id;
   const update = dockerResources(resources, deps.oomScoreAdjFloor, cgroupVersionOf(deps.engine));
   // Docker cannot change oom_score_adj of a live container
   delete update.OomScoreAdj;
@@ -132,22 +137,13 @@ export async function applyResources(
     ctx.log.info('resources updated', { update });
   }
   const hugepages = checkHugepageLimits(resources?.hugepage_limits);
-  if (hugepages.length > 0) await applyHugepages(deps, id, hugepages, what, ctx, hugetlb);
-}
-
-/** Hugepage limits of a running container go straight to its cgroup; a stopped one has none to write. */
-async function applyHugepages(deps: ServiceDeps, id: string, limits: HugepageLimit[], what: string, ctx: CallContext, hugetlb: HugetlbCgroup): Promise<void> {
-  let pid = 0;
-  try {
-    pid = (await deps.docker.getContainer(id).inspect()).State.Pid;
-  } catch (err) {
-    throw toCriError(err, `${what} ${id}`);
-  }
-  if (!pid) {
+  if (hugepages.length === 0) return;
+  // Docker has no field for them: a running container's limits go straight to its cgroup
+  if (!target.State.Pid) {
     ctx.log.warn('container is not running: resources.hugepage_limits not applied', { containerId: id });
     return;
   }
-  await hugetlb.apply(pid, id, limits, ctx.log);
+  await hugetlb.apply(target.State.Pid, id, hugepages, ctx.log);
 }
 
 export function updateContainerResources(deps: ServiceDeps, hugetlb: HugetlbCgroup = defaultHugetlb) {
@@ -156,7 +152,7 @@ export function updateContainerResources(deps: ServiceDeps, hugetlb: HugetlbCgro
     if (!req.linux) throw invalidArgument('linux resources must be set');
     const info = await mustFindContainer(deps, id);
     ctx.annotate({ containerId: info.Id });
-    await applyResources(deps, info.Id, req.linux, 'UpdateContainerResources', ctx, hugetlb);
+    await applyResources(deps, info, req.linux, 'UpdateContainerResources', ctx, hugetlb);
     return {};
   };
 }

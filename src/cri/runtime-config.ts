@@ -71,7 +71,7 @@ export function updatePodSandboxResources(deps: ServiceDeps) {
     if (!rec) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: rec.id });
     if (!rec.container?.State.Running) throw failedPrecondition(`pod sandbox ${rec.id} is not ready`);
-    await applyResources(deps, rec.id, req.resources, 'UpdatePodSandboxResources', ctx);
+    await applyResources(deps, rec.container, req.resources, 'UpdatePodSandboxResources', ctx);
     return {};
   };
 }
