@@ -1,10 +1,11 @@
 #!/bin/bash
-# npm test: build, type-check the tests, run every jest project serially (the e2e
+# npm test: build, type-check the tests, lint, run every jest project serially (the e2e
 # tests share one Docker engine), and end with one "N passed, N failed" line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 npm run -s build || exit 1
 npx tsc -p test/tsconfig.json --noEmit || exit 1
+npm run -s lint || exit 1
 out=$(mktemp)
 npx jest --runInBand --json --outputFile="$out" "$@"
 rc=$?

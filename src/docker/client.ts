@@ -45,7 +45,7 @@ function readTlsFile(file: string, what: string): Buffer {
   try {
     return fs.readFileSync(file);
   } catch (err) {
-    throw new Error(`cannot read the Docker TLS ${what} ${file}: ${(err as Error).message}`);
+    throw new Error(`cannot read the Docker TLS ${what} ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -268,7 +268,9 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
         // the entry stays, so the network janitor retries the DEL
         log.error('CNI DEL after a failed ADD failed; the cache entry is kept for a retry', { error: (e as Error).message });
       }
-      throw new Error(`set up network of pod ${podRef(req)} (network ${config.name}): ${(err as Error).message}`);
+      throw new Error(`set up network of pod ${podRef(req)} (network ${config.name}): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     const ips = resultIps(entry.result);
     log.info('pod network is set up', { network: config.name, ips });
@@ -303,7 +305,9 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
     try {
       await del(entry, req.signal, log);
     } catch (err) {
-      throw new Error(`tear down network of pod ${podRef(entry)} (network ${entry.config.name}): ${(err as Error).message}`);
+      throw new Error(`tear down network of pod ${podRef(entry)} (network ${entry.config.name}): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     if (!netns && needsIpMasqCleanup(entry.config)) {
       // bridge skips its ipMasq teardown without a netns (see ipmasq.ts); the IP is already free, so a failure here only warns

@@ -26,7 +26,7 @@ async function waitFor(fn: () => Promise<unknown>, what: string, ms = 60_000): P
       await fn();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${(err as Error).message}`);
+      if (Date.now() > deadline) throw new Error(`${what}: ${(err as Error).message}`, { cause: err });
       await new Promise((r) => setTimeout(r, 250));
     }
   }
