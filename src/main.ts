@@ -5,11 +5,19 @@ import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
 import { createLogger, setRootLogger } from './logging/logger';
 import { enterRuntimeCgroup } from './runtime-cgroup';
+import { RELAY_COMMAND, runPortForwardRelay } from './streaming/relay';
+
+/** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  // crishim re-executes itself as the port-forward relay (one executable, no node on the host)
+  if (argv[0] === RELAY_COMMAND) return runPortForwardRelay(argv[1]);
+  process.env.PATH ||= DEFAULT_PATH;
   let config;
   try {
-    config = parseConfig(process.argv.slice(2));
+    config = parseConfig(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version end here with code 0; bad flags with commander's message and 1
