@@ -4,6 +4,8 @@ import { CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
 import { createLogger, setRootLogger } from './logging/logger';
+import { createNotifier } from './readiness/notify';
+import { startReadiness } from './readiness/readiness';
 import { enterRuntimeCgroup } from './runtime-cgroup';
 import { RELAY_COMMAND, runPortForwardRelay } from './streaming/relay';
 
@@ -36,12 +38,20 @@ async function main(): Promise<void> {
   // before anything is spawned, so CNI plugins and relays start in the runtime cgroup too
   if (config.runtimeCgroups) await enterRuntimeCgroup(config.runtimeCgroups, logger);
   const daemon = await startDaemon(config, logger);
+  const readiness = startReadiness({
+    notifier: createNotifier({ onError: (err) => logger.warn('cannot notify systemd', { error: err.message }) }),
+    engine: daemon.deps.engine,
+    network: daemon.deps.network,
+    dockerEndpoint: config.dockerEndpoint,
+    socketPath: daemon.socketPath,
+    logger,
+  });
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down', { signal });
-    daemon.close().then(
+    Promise.all([readiness.stopping(), daemon.close()]).then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error('shutdown failed', { error: String(err) });
