@@ -3,6 +3,8 @@ import { CommanderError } from 'commander';
 import { CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
+import { runDoctorCli } from './doctor/cli';
+import { logHostChecks } from './doctor/startup-log';
 import { createLogger, setRootLogger } from './logging/logger';
 import { createNotifier } from './readiness/notify';
 import { startReadiness } from './readiness/readiness';
@@ -19,6 +21,7 @@ async function main(): Promise<void> {
   process.env.PATH ||= DEFAULT_PATH;
   let config;
   try {
+    if (argv[0] === 'doctor') return process.exit(await runDoctorCli(argv.slice(1)));
     config = parseConfig(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -46,6 +49,9 @@ async function main(): Promise<void> {
     socketPath: daemon.socketPath,
     logger,
   });
+  void logHostChecks(config, daemon.deps.engine.current(), daemon.deps.docker, logger).catch((err: unknown) =>
+    logger.warn('host checks failed', { error: String(err) }),
+  );
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
