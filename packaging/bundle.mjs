@@ -1,4 +1,4 @@
-// Bundles dist/main.js into one CommonJS file for the single executable,
+// Bundles dist/entry.js (the relay, else main.js) into one CommonJS file for the single executable,
 // whose main script can require() only Node's built-in modules.
 import { build } from 'esbuild';
 
@@ -9,7 +9,7 @@ import { build } from 'esbuild';
 const OPTIONAL_NATIVE = /^(bufferutil|utf-8-validate|cpu-features)$|\.node$/;
 
 await build({
-  entryPoints: ['dist/main.js'],
+  entryPoints: ['dist/entry.js'],
   outfile: process.argv[2],
   bundle: true,
   platform: 'node',

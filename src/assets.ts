@@ -24,9 +24,9 @@ export function assetPath(name: AssetName): string {
   return path.join(REPO_ROOT, name);
 }
 
-/** The built daemon's entry point, dist/main.js (from src/ under ts-jest too, once built). */
-export function builtMainScript(): string {
-  return path.join(REPO_ROOT, 'dist', 'main.js');
+/** A built script, e.g. dist/entry.js (from src/ under ts-jest too, once built). */
+export function builtScript(name: string): string {
+  return path.join(REPO_ROOT, 'dist', name);
 }
 
 export function readAsset(name: AssetName): string {

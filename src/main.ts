@@ -9,15 +9,12 @@ import { createLogger, setRootLogger } from './logging/logger';
 import { createNotifier } from './readiness/notify';
 import { startReadiness } from './readiness/readiness';
 import { enterRuntimeCgroup } from './runtime-cgroup';
-import { RELAY_COMMAND, runPortForwardRelay } from './streaming/relay';
 
 /** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  // crishim re-executes itself as the port-forward relay (one executable, no node on the host)
-  if (argv[0] === RELAY_COMMAND) return runPortForwardRelay(argv[1]);
   process.env.PATH ||= DEFAULT_PATH;
   let config;
   try {

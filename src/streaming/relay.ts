@@ -1,8 +1,8 @@
 import * as net from 'net';
 import * as fs from 'fs';
-import { builtMainScript, isSingleExecutable } from '../assets';
+import { builtScript, isSingleExecutable } from '../assets';
 
-/** Hidden first argument that makes crishim run as a port-forward relay instead of the daemon. */
+/** Hidden first argument that makes crishim (src/entry.ts) run as a port-forward relay instead of the daemon. */
 export const RELAY_COMMAND = 'port-forward-relay';
 
 /**
@@ -11,7 +11,7 @@ export const RELAY_COMMAND = 'port-forward-relay';
  */
 export function relayInvocation(sockPath: string): { file: string; args: string[] } {
   if (isSingleExecutable()) return { file: process.execPath, args: [RELAY_COMMAND, sockPath] };
-  return { file: process.execPath, args: [builtMainScript(), RELAY_COMMAND, sockPath] };
+  return { file: process.execPath, args: [builtScript('entry.js'), RELAY_COMMAND, sockPath] };
 }
 
 /**
