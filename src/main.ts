@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
-import { CRI_VERSION, parseConfig, VERSION, type Config } from './config';
+import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
 import { runDoctorCli } from './doctor/cli';
@@ -13,13 +13,15 @@ import { enterRuntimeCgroup } from './runtime-cgroup';
 /** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+const DOCTOR_HELP = '\nCheck this host the way the daemon with these flags sees it:\n  crishim doctor [flags] [--output json]\n';
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   process.env.PATH ||= DEFAULT_PATH;
   let config;
   try {
     if (argv[0] === 'doctor') return process.exit(await runDoctorCli(argv.slice(1)));
-    config = parseConfig(argv);
+    config = parseConfig(argv, buildCli().addHelpText('after', DOCTOR_HELP));
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version end here with code 0; bad flags with commander's message and 1
