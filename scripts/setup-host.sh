@@ -1,6 +1,7 @@
 #!/bin/bash
 # Prepares a bare Debian machine (root) to run crishim and its tests, idempotently:
-# Docker Engine, CNI plugins, the tools tests use, a running dockerd, the default
+# Docker Engine, CNI plugins, the tools tests use (python3: the package test's
+# NOTIFY_SOCKET listener; dpkg-deb comes with dpkg), a running dockerd, the default
 # CNI config when /etc/cni/net.d has none, and the locally built images.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,7 +9,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 # dpkg -s, not `command -v`: a docker client alone (as some images ship) is not an engine
 need_pkgs=()
 for pkg in docker.io containernetworking-plugins busybox-static gcc libc6-dev iproute2 iptables \
-           util-linux iputils-ping docker-registry systemd apache2-utils; do
+           util-linux iputils-ping docker-registry systemd apache2-utils python3; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

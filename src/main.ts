@@ -1,15 +1,27 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
-import { CRI_VERSION, parseConfig, VERSION, type Config } from './config';
+import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
 import { startDaemon } from './daemon';
+import { runDoctorCli } from './doctor/cli';
+import { logHostChecks } from './doctor/startup-log';
 import { createLogger, setRootLogger } from './logging/logger';
+import { createNotifier } from './readiness/notify';
+import { startReadiness } from './readiness/readiness';
 import { enterRuntimeCgroup } from './runtime-cgroup';
 
+/** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+const DOCTOR_HELP = '\nCheck this host the way the daemon with these flags sees it:\n  crishim doctor [flags] [--output json]\n';
+
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  process.env.PATH ||= DEFAULT_PATH;
   let config;
   try {
-    config = parseConfig(process.argv.slice(2));
+    if (argv[0] === 'doctor') return process.exit(await runDoctorCli(argv.slice(1)));
+    config = parseConfig(argv, buildCli().addHelpText('after', DOCTOR_HELP));
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version end here with code 0; bad flags with commander's message and 1
@@ -28,12 +40,23 @@ async function main(): Promise<void> {
   // before anything is spawned, so CNI plugins and relays start in the runtime cgroup too
   if (config.runtimeCgroups) await enterRuntimeCgroup(config.runtimeCgroups, logger);
   const daemon = await startDaemon(config, logger);
+  const readiness = startReadiness({
+    notifier: createNotifier({ onError: (err) => logger.warn('cannot notify systemd', { error: err.message }) }),
+    engine: daemon.deps.engine,
+    network: daemon.deps.network,
+    dockerEndpoint: config.dockerEndpoint,
+    socketPath: daemon.socketPath,
+    logger,
+  });
+  void logHostChecks(config, daemon.deps.engine.current(), daemon.deps.docker, logger).catch((err: unknown) =>
+    logger.warn('host checks failed', { error: String(err) }),
+  );
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down', { signal });
-    daemon.close().then(
+    Promise.all([readiness.stopping(), daemon.close()]).then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error('shutdown failed', { error: String(err) });

@@ -1,8 +1,9 @@
 import { createHash } from 'crypto';
-import { promises as fsp, readFileSync } from 'fs';
+import { promises as fsp } from 'fs';
 import * as path from 'path';
 import Ajv from 'ajv';
 import type { Logger } from '../logging/logger';
+import { assetPath, readAsset } from '../assets';
 
 export interface CheckpointPortMapping {
   protocol: string;
@@ -56,9 +57,8 @@ const SUFFIX = '.json';
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR', 'ENOMEM']);
 /** cri-dockerd names its checkpoint files by the bare sandbox id. */
 const LEGACY = /^[0-9a-f]{64}$/;
-/** checkpoints/ sits two levels above this file in src/ and in dist/ alike. */
-export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'checkpoints', 'sandbox-checkpoint.v1.schema.json');
-const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
+export const SCHEMA_PATH = assetPath('checkpoints/sandbox-checkpoint.v1.schema.json');
+const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(JSON.parse(readAsset('checkpoints/sandbox-checkpoint.v1.schema.json')) as object);
 
 export function checksumOf(cp: Omit<SandboxCheckpoint, 'checksum'>): string {
   const canonical = JSON.stringify({ version: cp.version, name: cp.name, namespace: cp.namespace, data: cp.data, crishim: cp.crishim });

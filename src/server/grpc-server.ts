@@ -51,7 +51,7 @@ export function socketPathOf(endpoint: string): string {
 }
 
 /** Resolves true when something accepts connections on the socket path. */
-function socketAnswers(socketPath: string): Promise<boolean> {
+export function socketAnswers(socketPath: string): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect(socketPath);
     const done = (alive: boolean): void => {

@@ -1,6 +1,7 @@
-import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import * as protobuf from 'protobufjs';
+import { assetPath, readAsset } from '../assets';
 import type { ProtoGrpcType } from '../generated/api';
 
 /** Same options as `npm run gen` gives proto-loader-gen-types, so the generated types match what arrives. */
@@ -12,14 +13,17 @@ export const LOADER_OPTIONS: protoLoader.Options = {
   oneofs: true,
 };
 
-/** proto/ sits two levels above this file both in src/ (ts-jest) and in dist/ (built). */
-export const PROTO_PATH = path.resolve(__dirname, '..', '..', 'proto', 'runtime', 'v1', 'api.proto');
+/** The proto in the checkout (tests load it with protobufjs directly). */
+export const PROTO_PATH = assetPath('proto/runtime/v1/api.proto');
 
 let cached: ProtoGrpcType | undefined;
 
 export function loadCriProto(): ProtoGrpcType {
   if (!cached) {
-    const def = protoLoader.loadSync(PROTO_PATH, LOADER_OPTIONS);
+    // parsed from text, not loaded by file name, so the single executable can hand over its embedded copy;
+    // api.proto imports nothing, and keepCase is the one option that acts at parse time
+    const root = protobuf.parse(readAsset('proto/runtime/v1/api.proto'), { keepCase: true }).root;
+    const def = protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS);
     cached = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
   }
   return cached;

@@ -5,60 +5,13 @@ import * as os from 'os';
 import * as path from 'path';
 import type { DockerApi } from '../docker/client';
 import type { Logger } from '../logging/logger';
+import { relayInvocation } from './relay';
 
 /** Opens TCP connections to 127.0.0.1:<port> as seen from inside a pod. */
 export interface PodDialer {
   dial(port: number): Promise<net.Socket>;
   close(): void;
 }
-
-/**
- * Runs inside the pod's network namespace (started with nsenter, so it still
- * sees the host filesystem): listens on a host Unix socket; each connection
- * starts with a 2-byte big-endian port, is answered with one status byte
- * (0 = connected; 1 + message = failed) and is then spliced to 127.0.0.1:port,
- * half-closes passed through. Exits when its stdin (our pipe) closes, so it
- * never outlives crishim.
- */
-export const RELAY_SCRIPT = `
-'use strict';
-const net = require('net');
-const fs = require('fs');
-const sockPath = process.argv[1];
-try { fs.unlinkSync(sockPath); } catch (e) {}
-const server = net.createServer({ allowHalfOpen: true }, (c) => {
-  let head = Buffer.alloc(0);
-  c.on('error', () => {});
-  const onData = (d) => {
-    head = Buffer.concat([head, d]);
-    if (head.length < 2) return;
-    c.off('data', onData);
-    c.pause();
-    const port = head.readUInt16BE(0);
-    const rest = head.subarray(2);
-    const t = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
-    let connected = false;
-    t.on('error', (e) => {
-      if (!connected) c.end(Buffer.concat([Buffer.from([1]), Buffer.from(String(e.message))]));
-      else c.destroy();
-    });
-    t.once('connect', () => {
-      connected = true;
-      c.write(Buffer.from([0]));
-      if (rest.length) t.write(rest);
-      c.pipe(t);
-      t.pipe(c);
-      c.on('close', () => t.destroy());
-      t.on('close', () => { if (!c.writableEnded) c.destroy(); });
-    });
-  };
-  c.on('data', onData);
-});
-server.listen(sockPath, () => process.stdout.write('ready\\n'));
-process.stdin.on('end', () => process.exit(0));
-process.stdin.on('error', () => process.exit(0));
-process.stdin.resume();
-`;
 
 /** Connects to a pod port through the relay's Unix socket. */
 function dialRelay(sockPath: string, port: number): Promise<net.Socket> {
@@ -113,7 +66,8 @@ function netnsDialer(netnsPid: number, podSandboxId: string, log: Logger): PodDi
   const start = async (): Promise<{ proc: ChildProcess; sockPath: string; dir: string }> => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-pf-'));
     const sockPath = path.join(dir, 'relay.sock');
-    const proc = spawn('nsenter', [`--net=/proc/${netnsPid}/ns/net`, '--', process.execPath, '-e', RELAY_SCRIPT, sockPath], {
+    const cmd = relayInvocation(sockPath);
+    const proc = spawn('nsenter', [`--net=/proc/${netnsPid}/ns/net`, '--', cmd.file, ...cmd.args], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stderr = '';

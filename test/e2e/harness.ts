@@ -75,6 +75,10 @@ export interface StartOptions {
   noCniConfig?: boolean;
   /** Extra environment for the daemon (jest's process.env is not what spawn passes on by default). */
   env?: NodeJS.ProcessEnv;
+  /** Runs this executable (the packaged crishim) instead of `node dist/main.js`. */
+  executable?: string;
+  /** The daemon's whole environment, instead of jest's plus `env` (`{}` is `env -i`). */
+  exactEnv?: NodeJS.ProcessEnv;
 }
 
 export async function startCrishim(opts: StartOptions): Promise<Crishim> {
@@ -107,9 +111,11 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
     ...(opts.args ?? []),
   ];
   const log = createWriteStream(logFile, { flags: 'a' });
-  let env: NodeJS.ProcessEnv = { ...process.env, ...opts.env };
+  let env: NodeJS.ProcessEnv = opts.exactEnv ?? { ...process.env, ...opts.env };
   const launch = async (): Promise<ChildProcess> => {
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const proc = opts.executable
+      ? spawn(opts.executable, args.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env })
+      : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     proc.stdout?.pipe(log, { end: false });
     proc.stderr?.pipe(log, { end: false });
     const deadline = Date.now() + 20_000;

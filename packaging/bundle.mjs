@@ -1,0 +1,32 @@
+// Bundles dist/entry.js (the relay, else main.js) into one CommonJS file for the single executable,
+// whose main script can require() only Node's built-in modules.
+import { build } from 'esbuild';
+
+// Optional native addons, each required inside try/catch by its user (ws:
+// bufferutil, utf-8-validate; ssh2, dockerode's ssh:// transport: cpu-features,
+// sshcrypto.node). In the bundle they throw at once, as when not installed,
+// instead of reaching the SEA require() (which warns on every start).
+const OPTIONAL_NATIVE = /^(bufferutil|utf-8-validate|cpu-features)$|\.node$/;
+
+await build({
+  entryPoints: ['dist/entry.js'],
+  outfile: process.argv[2],
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  legalComments: 'none',
+  logLevel: 'warning',
+  plugins: [
+    {
+      name: 'absent-native-addons',
+      setup(b) {
+        b.onResolve({ filter: OPTIONAL_NATIVE }, (a) => ({ path: a.path, namespace: 'absent' }));
+        b.onLoad({ filter: /.*/, namespace: 'absent' }, (a) => ({
+          contents: `throw new Error(${JSON.stringify(`${a.path} is not part of the crishim executable`)});`,
+          loader: 'js',
+        }));
+      },
+    },
+  ],
+});

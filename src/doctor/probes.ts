@@ -1,0 +1,85 @@
+import { accessSync, constants, promises as fsp } from 'fs';
+import * as path from 'path';
+import type { DockerApi } from '../docker/client';
+import { lowestOomScoreAdj } from '../docker/oom-score';
+import { createLogger, type Logger } from '../logging/logger';
+import { probeConfDirSync } from '../network/cni-config';
+import { socketAnswers } from '../server/grpc-server';
+import type { HostProbes, SocketState } from './types';
+
+/** Directories searched besides PATH: the daemon may run with a minimal PATH (systemd, env -i). */
+const EXTRA_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+
+export function which(bin: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const dir of [...(env.PATH ?? '').split(':').filter(Boolean), ...EXTRA_PATH]) {
+    const file = path.join(dir, bin);
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+async function socketState(socketPath: string): Promise<SocketState> {
+  let st;
+  try {
+    st = await fsp.lstat(socketPath);
+  } catch {
+    return 'absent';
+  }
+  if (!st.isSocket()) return 'not-a-socket';
+  return (await socketAnswers(socketPath)) ? 'live' : 'stale';
+}
+
+async function writeError(dir: string): Promise<string | undefined> {
+  const file = path.join(dir, `.crishim-doctor-${process.pid}`);
+  try {
+    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+    await fsp.writeFile(file, 'ok');
+    await fsp.rm(file, { force: true });
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** CapBnd of every process named dockerd (hex in /proc/<pid>/status). */
+async function dockerdCapBnd(proc = '/proc'): Promise<bigint[]> {
+  const out: bigint[] = [];
+  for (const pid of (await fsp.readdir(proc)).filter((n) => /^\d+$/.test(n))) {
+    const comm = await fsp.readFile(path.join(proc, pid, 'comm'), 'utf8').catch(() => '');
+    if (comm.trim() !== 'dockerd') continue;
+    const status = await fsp.readFile(path.join(proc, pid, 'status'), 'utf8').catch(() => '');
+    const m = /^CapBnd:\s*([0-9a-f]+)$/m.exec(status);
+    if (m) out.push(BigInt(`0x${m[1]}`));
+  }
+  return out;
+}
+
+/** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */
+export function hostProbes(docker: DockerApi, logger: Logger = createLogger('error', 'text')): HostProbes {
+  return {
+    imagePresent: (ref) => docker.getImage(ref).inspect().then(() => true, () => false),
+    registryError: async (ref) => {
+      try {
+        // GET /distribution/<ref>/json: Docker resolves the manifest in the registry without pulling
+        await docker.getImage(ref).distribution();
+        return undefined;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    },
+    cniConfig: (confDir, binDirs) => probeConfDirSync(confDir, binDirs, logger),
+    writeError,
+    socketState,
+    oomScoreFloor: () => lowestOomScoreAdj(-1000),
+    dockerdCapBnd: () => dockerdCapBnd(),
+    lastCap: async () => Number((await fsp.readFile('/proc/sys/kernel/cap_last_cap', 'utf8')).trim()),
+    readText: (file) => fsp.readFile(file, 'utf8').catch(() => undefined),
+    exists: (file) => fsp.access(file).then(() => true, () => false),
+    which: (bin) => which(bin),
+  };
+}

@@ -1,0 +1,73 @@
+/** `crishim doctor` against this machine's real Docker, CNI plugins and kernel. */
+import { spawnSync } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { REPO, startCrishim, teardown, writeCniConfig, type Crishim } from './harness';
+
+const MAIN = path.join(REPO, 'dist', 'main.js');
+
+function doctor(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [MAIN, 'doctor', ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('crishim doctor', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-doctor-'));
+  });
+  afterAll(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('passes on this machine with a CNI config: exit 0, one line per check, no fail', async () => {
+    const confDir = path.join(dir, 'net.d');
+    await writeCniConfig(confDir, { bridge: 'critdoc', subnet: '10.88.245.0/24', ipamDir: path.join(dir, 'ipam') });
+    const r = doctor(['--cni-conf-dir', confDir, '--root-directory', path.join(dir, 'root'), '--container-runtime-endpoint', `unix://${dir}/c.sock`]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.filter((l) => /^(ok|warn|fail) /.test(l)).map((l) => l.split(/\s+/)[1])).toEqual([
+      'docker-endpoint', 'docker-version', 'cgroup', 'cni-config', 'sandbox-image', 'root-directory', 'cri-socket', 'oom-score-adj', 'capabilities', 'kernel-features',
+    ]);
+    expect(r.stdout).not.toMatch(/^fail/m);
+    expect(r.stdout).toMatch(new RegExp(`^ok +cni-config +${confDir}/10-crishim.conflist`, 'm'));
+    expect(r.stdout).toMatch(/^ok +docker-version +Docker Engine \S+, API 1\.\d+ negotiated/m);
+  });
+
+  it('fails naming the CNI config dir when it is empty, in text and in JSON', async () => {
+    const empty = path.join(dir, 'empty');
+    await fsp.mkdir(empty);
+    const r = doctor(['--cni-conf-dir', empty, '--root-directory', path.join(dir, 'root')]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`^fail +cni-config +no CNI configuration file in ${empty}`, 'm'));
+    const j = doctor(['--cni-conf-dir', empty, '--root-directory', path.join(dir, 'root'), '--output', 'json']);
+    expect(j.status).toBe(1);
+    const parsed = JSON.parse(j.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; found: string }> };
+    expect(parsed.ok).toBe(false);
+    expect(parsed.checks.filter((c) => c.status === 'fail').map((c) => c.name)).toEqual(['cni-config']);
+  });
+
+  it('fails on an unreachable Docker endpoint', () => {
+    const r = doctor(['--docker-endpoint', `unix://${dir}/no-docker.sock`, '--root-directory', path.join(dir, 'root')]);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`^fail +docker-endpoint +Docker does not answer at unix://${dir}/no-docker.sock`, 'm'));
+  });
+
+  describe('at daemon start-up', () => {
+    let h: Crishim | undefined;
+    afterAll(() => teardown(h));
+    it('logs the same checks', async () => {
+      h = await startCrishim({ subnetIndex: 246 });
+      const deadline = Date.now() + 20_000;
+      let log = '';
+      while (Date.now() < deadline && !log.includes('check="kernel-features"')) {
+        await new Promise((r) => setTimeout(r, 200));
+        log = await fsp.readFile(h.logFile, 'utf8');
+      }
+      expect(log).toMatch(/host check ok check="cni-config" found="[^"]*10-crishim.conflist/);
+      expect(log).toMatch(/host check ok check="docker-endpoint"/);
+    });
+  });
+});

@@ -1,0 +1,51 @@
+import { execFileSync } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import Docker from 'dockerode';
+import { hostProbes, which } from '../../src/doctor/probes';
+
+/** The real probes on temp files (no Docker call is made by these). */
+describe('doctor host probes', () => {
+  let dir: string;
+  const probes = hostProbes(new Docker({ socketPath: '/nonexistent/docker.sock' }));
+  beforeAll(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-probes-'));
+  });
+  afterAll(() => fsp.rm(dir, { recursive: true, force: true }));
+
+  it('socketState: absent, live, stale, not a socket', async () => {
+    const sock = path.join(dir, 's.sock');
+    expect(await probes.socketState(sock)).toBe('absent');
+    const server = net.createServer().listen(sock);
+    await new Promise((r) => server.once('listening', r));
+    expect(await probes.socketState(sock)).toBe('live');
+    // a socket file nobody listens on any more
+    const stale = path.join(dir, 'stale.sock');
+    execFileSync('python3', ['-c', 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', stale]); // bound, never listened, gone
+    expect(await probes.socketState(stale)).toBe('stale');
+    await new Promise((r) => server.close(r));
+    await fsp.writeFile(path.join(dir, 'plain'), 'x');
+    expect(await probes.socketState(path.join(dir, 'plain'))).toBe('not-a-socket');
+  });
+
+  it('writeError: undefined for a writable dir (created), the error under a regular file', async () => {
+    expect(await probes.writeError(path.join(dir, 'root', 'deeper'))).toBeUndefined();
+    expect(await fsp.readdir(path.join(dir, 'root', 'deeper'))).toEqual([]);
+    await fsp.writeFile(path.join(dir, 'file'), 'x');
+    expect(await probes.writeError(path.join(dir, 'file', 'sub'))).toMatch(/ENOTDIR|EEXIST/);
+  });
+
+  it('which finds executables on PATH or in the sbin directories, not plain files', async () => {
+    expect(which('sh', { PATH: '' })).toMatch(/\/sh$/);
+    await fsp.writeFile(path.join(dir, 'notexec'), 'x', { mode: 0o644 });
+    expect(which('notexec', { PATH: dir })).toBeUndefined();
+    expect(which('definitely-not-a-binary-here', { PATH: dir })).toBeUndefined();
+  });
+
+  it('imagePresent is false and registryError names the failure when Docker is not there', async () => {
+    expect(await probes.imagePresent('pause:1')).toBe(false);
+    expect(await probes.registryError('pause:1')).toMatch(/ENOENT|connect/);
+  });
+});
