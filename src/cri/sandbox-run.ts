@@ -9,7 +9,7 @@ import type { PortMappingSpec } from '../network/types';
 import { CriError, invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { sandboxName, withRandomSuffix } from './naming';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { nowNanos } from './time';
@@ -60,8 +60,9 @@ export function cniPortMappings(mappings: CheckpointPortMapping[]): PortMappingS
 function validateConfig(req: Request): SandboxConfig {
   const config = req.config;
   if (!config) throw invalidArgument('config must be set');
-  checkSandboxMetadata(config.metadata);
+  const meta = checkSandboxMetadata(config.metadata);
   checkLabelMap('config.labels', config.labels);
+  checkRequestLabels('config.labels', config.labels, { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid });
   checkLabelMap('config.annotations', config.annotations);
   checkName('config.hostname', config.hostname, { required: false });
   for (const p of config.port_mappings ?? []) {
