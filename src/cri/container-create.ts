@@ -3,9 +3,11 @@ import { crashPoint } from '../crash-points';
 import { failedPrecondition, invalidArgument, notFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { dockerContainerSpec, resolveLogPath } from './container-config';
+import { dockerContainerSpec } from './container-config';
+import { checkedLogPath } from './log-path';
 import {
   ATTEMPT_LABEL,
+  checkRequestLabels,
   CONTAINER_LOGPATH_LABEL,
   CONTAINER_NAME_LABEL,
   CREATED_LABEL,
@@ -43,7 +45,9 @@ export function createContainer(deps: ServiceDeps) {
       throw failedPrecondition(`pod sandbox ${sandbox.id} is not ready; cannot create container ${name} in it`);
     }
     const pod = recordMetadata(sandbox);
-    const logPath = resolveLogPath(req.sandbox_config?.log_directory, config.log_path);
+    const identity = { [CONTAINER_NAME_LABEL]: name, [POD_NAME_LABEL]: pod.name, [POD_NAMESPACE_LABEL]: pod.namespace, [POD_UID_LABEL]: pod.uid };
+    checkRequestLabels('config.labels', config.labels, identity);
+    const logPath = await checkedLogPath(deps, req.sandbox_config?.log_directory, config.log_path);
 
     const spec = dockerContainerSpec(
       config,
@@ -65,12 +69,7 @@ export function createContainer(deps: ServiceDeps) {
         [ROOT_LABEL]: deps.config.rootDirectory,
         ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
       },
-      {
-        [CONTAINER_NAME_LABEL]: name,
-        [POD_NAME_LABEL]: pod.name,
-        [POD_NAMESPACE_LABEL]: pod.namespace,
-        [POD_UID_LABEL]: pod.uid,
-      },
+      identity,
     );
     const dockerName = containerName(name, attempt, pod);
     const create = (n: string): Promise<Docker.Container> =>

@@ -1,0 +1,147 @@
+/**
+ * Hostile requests (issue 15): no request field may reach host files or crishim's own
+ * state, impersonate another pod, or touch containers crishim does not manage.
+ */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { status } from '@grpc/grpc-js';
+import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+
+jest.setTimeout(180_000);
+
+let h: Crishim;
+beforeAll(async () => {
+  h = await startCrishim({ subnetIndex: 247 });
+});
+afterAll(() => teardown(h));
+
+interface Pod {
+  id: string;
+  config: Record<string, unknown>;
+  logDir: string;
+}
+
+async function runPod(name: string, extra: Record<string, unknown> = {}): Promise<Pod> {
+  const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
+  await fsp.mkdir(logDir, { recursive: true });
+  const config = podConfig(name, { log_directory: logDir, ...extra });
+  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+  return { id, config, logDir };
+}
+
+function containerRequest(pod: Pod, name: string, extra: Record<string, unknown> = {}, sandboxExtra: Record<string, unknown> = {}) {
+  return {
+    pod_sandbox_id: pod.id,
+    config: {
+      metadata: { name, attempt: 0 },
+      image: { image: BUSYBOX },
+      command: ['sh', '-c', 'echo hostile-output; sleep 3600'],
+      ...extra,
+    },
+    sandbox_config: { ...pod.config, ...sandboxExtra },
+  };
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('request labels cannot take over crishim’s own', () => {
+  it('refuses a logpath label, io.crishim.* and annotation.* labels, naming the key', async () => {
+    const pod = await runPod('labels');
+    const victim = path.join(h.dir, 'victim.txt');
+    await fsp.writeFile(victim, 'precious\n');
+    for (const key of ['io.kubernetes.container.logpath', 'io.crishim.implicit-labels', 'annotation.x']) {
+      const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'lbl', { labels: { [key]: victim } })));
+      expect(r.code).toBe(status.INVALID_ARGUMENT);
+      expect(r.details).toContain(key);
+    }
+    expect(await fsp.readFile(victim, 'utf8')).toBe('precious\n');
+  });
+
+  it('refuses pod identity labels that differ from the metadata (no kube-system/kube-apiserver spoof)', async () => {
+    const config = podConfig('spoof', {
+      labels: { 'io.kubernetes.pod.namespace': 'kube-system', 'io.kubernetes.pod.name': 'kube-apiserver' },
+    });
+    const r = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+    expect(r.code).toBe(status.INVALID_ARGUMENT);
+    expect(r.details).toMatch(/io\.kubernetes\.pod\.(namespace|name)/);
+    // the kubelet's own identity labels (equal to the metadata) still pass and are reported as sent
+    const meta = config.metadata as { name: string; namespace: string; uid: string };
+    const ok = podConfig('kubelet-like');
+    const m = ok.metadata as { name: string; namespace: string; uid: string };
+    ok.labels = { 'io.kubernetes.pod.name': m.name, 'io.kubernetes.pod.namespace': m.namespace, 'io.kubernetes.pod.uid': m.uid };
+    const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config: ok });
+    const st = (await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: id })).status;
+    expect(st?.metadata?.namespace).toBe(m.namespace);
+    expect(st?.labels).toEqual(ok.labels);
+    expect(meta.namespace).not.toBe('kube-system');
+  });
+});
+
+describe('log paths stay inside the pod log directory and out of crishim’s state', () => {
+  it('refuses a log_directory inside the root directory or the CNI cache', async () => {
+    const pod = await runPod('logroot');
+    for (const dir of [path.join(h.rootDir, 'sandbox'), h.cniCacheDir, h.rootDir]) {
+      const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'inroot', { log_path: `${pod.id}.json` }, { log_directory: dir })));
+      expect(r.code).toBe(status.INVALID_ARGUMENT);
+      expect(r.details).toMatch(/crishim's own state/);
+    }
+  });
+
+  it('refuses a directory symlink in log_path and a symlinked log file', async () => {
+    const pod = await runPod('logsym');
+    const elsewhere = path.join(h.dir, 'elsewhere');
+    await fsp.mkdir(elsewhere, { recursive: true });
+    await fsp.writeFile(path.join(elsewhere, 'c.log'), 'precious\n');
+    await fsp.symlink(elsewhere, path.join(pod.logDir, 'sub'));
+    const viaDir = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'sym1', { log_path: 'sub/c.log' })));
+    expect(viaDir.code).toBe(status.INVALID_ARGUMENT);
+    await fsp.symlink(path.join(elsewhere, 'c.log'), path.join(pod.logDir, 'link.log'));
+    const viaFile = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'sym2', { log_path: 'link.log' })));
+    expect(viaFile.code).toBe(status.INVALID_ARGUMENT);
+    expect(await fsp.readFile(path.join(elsewhere, 'c.log'), 'utf8')).toBe('precious\n');
+  });
+
+  it('never appends through or deletes via a directory symlink planted after create', async () => {
+    const pod = await runPod('logswap');
+    const { container_id: id } = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'swap', { log_path: 'sub/c.log' }));
+    const elsewhere = path.join(h.dir, 'elsewhere2');
+    await fsp.mkdir(elsewhere, { recursive: true });
+    await fsp.writeFile(path.join(elsewhere, 'c.log'), 'precious\n');
+    // the kubelet would have created nothing yet: plant the symlink where the log directory goes
+    await fsp.rm(path.join(pod.logDir, 'sub'), { recursive: true, force: true });
+    await fsp.symlink(elsewhere, path.join(pod.logDir, 'sub'));
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    await new Promise((r) => setTimeout(r, 1500));
+    await call(h.runtime, 'StopContainer', { container_id: id, timeout: '1' });
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+    expect(await fsp.readFile(path.join(elsewhere, 'c.log'), 'utf8')).toBe('precious\n');
+  });
+
+  it('ReopenContainerLog refuses a symlink planted in place of the rotated file', async () => {
+    const pod = await runPod('logreopen');
+    const { container_id: id } = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'reo', { log_path: 'reo/0.log' }));
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const file = path.join(pod.logDir, 'reo', '0.log');
+    await waitFor('first log line', async () => ((await fsp.readFile(file, 'utf8').catch(() => '')).includes('hostile-output') ? true : undefined));
+    const target = path.join(h.dir, 'reopen-target.txt');
+    await fsp.writeFile(target, 'precious\n');
+    await fsp.rename(file, `${file}.1`);
+    await fsp.symlink(target, file);
+    const r = await codeOf(call(h.runtime, 'ReopenContainerLog', { container_id: id }));
+    expect(r.code).toBe(status.FAILED_PRECONDITION);
+    expect(await fsp.readFile(target, 'utf8')).toBe('precious\n');
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+    // the symlink itself may go; its target stays
+    expect(await fsp.readFile(target, 'utf8')).toBe('precious\n');
+  });
+});
+
+export { docker };
