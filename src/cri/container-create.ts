@@ -76,7 +76,7 @@ export function createContainer(deps: ServiceDeps) {
       deps.docker.createContainer({ ...spec, name: n, Labels: { ...spec.Labels, ...labels }, abortSignal: ctx.signal });
     let container: Docker.Container;
     try {
-      container = await createNamed(deps, ctx, dockerName, create);
+      container = await createNamed(deps, ctx, dockerName, { sandboxId: sandbox.id, name, attempt }, create);
     } catch (err) {
       throw toCriError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }

@@ -144,4 +144,37 @@ describe('log paths stay inside the pod log directory and out of crishim’s sta
   });
 });
 
-export { docker };
+describe('name collisions between pods', () => {
+  it('pod p_q/container c and pod q/container c_p: the second create is refused, the first container stays', async () => {
+    const base = podConfig('x');
+    const { namespace, uid } = base.metadata as { namespace: string; uid: string };
+    const mk = async (podName: string) => {
+      const config = { ...base, metadata: { name: podName, namespace, uid, attempt: 0 }, hostname: 'collide' };
+      const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+      return { id, config, logDir: '' };
+    };
+    const a = await mk('p_q');
+    const b = await mk('q');
+    const { container_id: first } = await call(h.runtime, 'CreateContainer', containerRequest(a, 'c'));
+    const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(b, 'c_p')));
+    expect(r.code).toBe(status.ALREADY_EXISTS);
+    expect(r.details).toContain(`is reserved for ${first}`);
+    expect((await docker.getContainer(first).inspect()).Id).toBe(first);
+  });
+});
+
+describe('exec, exec sync and attach only reach crishim’s containers', () => {
+  it('answers NOT_FOUND for a plain Docker container, as ContainerStatus does', async () => {
+    const plain = await docker.createContainer({ Image: BUSYBOX, Cmd: ['sleep', '300'], Labels: { 'crishim-e2e': 'hostile-plain' } });
+    try {
+      await plain.start();
+      const id = plain.id;
+      expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: id }))).code).toBe(status.NOT_FOUND);
+      expect((await codeOf(call(h.runtime, 'ExecSync', { container_id: id, cmd: ['true'], timeout: '5' }))).code).toBe(status.NOT_FOUND);
+      expect((await codeOf(call(h.runtime, 'Exec', { container_id: id, cmd: ['sh'], stdout: true }))).code).toBe(status.NOT_FOUND);
+      expect((await codeOf(call(h.runtime, 'Attach', { container_id: id, stdout: true }))).code).toBe(status.NOT_FOUND);
+    } finally {
+      await plain.remove({ force: true });
+    }
+  });
+});
