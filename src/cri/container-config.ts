@@ -264,6 +264,8 @@ export function dockerContainerSpec(
   config: ContainerConfig,
   sandbox: SandboxContext,
   deps: Pick<ServiceDeps, 'config' | 'oomScoreAdjFloor'> & Partial<Pick<ServiceDeps, 'engine'>>,
+  /** Security options read from files beforehand (security.ts `resolveSeccomp`); required for a Localhost seccomp profile. */
+  loaded: { seccomp?: string[] } = {},
 ): Docker.ContainerCreateOptions {
   const linux = config.linux;
   const sec = linux?.security_context;
@@ -286,7 +288,7 @@ export function dockerContainerSpec(
     GroupAdd: sec?.supplemental_groups?.length ? sec.supplemental_groups.map(String) : undefined,
     SecurityOpt: [
       ...(sec?.no_new_privs ? ['no-new-privileges'] : []),
-      ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
+      ...(loaded.seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
       ...apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile),
       ...selinuxOpts(sec?.selinux_options),
     ],

@@ -5,6 +5,7 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { dockerContainerSpec } from './container-config';
 import { checkedLogPath } from './log-path';
+import { resolveSeccomp } from './security';
 import {
   ATTEMPT_LABEL,
   checkRequestLabels,
@@ -23,6 +24,7 @@ import {
 import { containerName } from './naming';
 import { createNamed } from './create-named';
 import { findSandbox, recordMetadata } from './sandbox-lookup';
+import { checkEnums } from './enums';
 import { nowNanos } from './time';
 import { checkId, checkLabelMap, checkName } from './validation';
 
@@ -32,6 +34,7 @@ export function createContainer(deps: ServiceDeps) {
     const config = req.config;
     if (!config) throw invalidArgument('config must be set');
     if (!config.metadata) throw invalidArgument('config.metadata must be set');
+    checkEnums('CreateContainerRequest', req);
     const name = checkName('config.metadata.name', config.metadata.name);
     const attempt = config.metadata.attempt ?? 0;
     if (!config.image?.image) throw invalidArgument('config.image.image must be set');
@@ -49,6 +52,8 @@ export function createContainer(deps: ServiceDeps) {
     checkRequestLabels('config.labels', config.labels, identity);
     const logPath = await checkedLogPath(deps, req.sandbox_config?.log_directory, config.log_path);
 
+    const sec = config.linux?.security_context;
+    const seccomp = await resolveSeccomp(sec?.seccomp, sec?.seccomp_profile_path);
     const spec = dockerContainerSpec(
       config,
       {
@@ -57,6 +62,7 @@ export function createContainer(deps: ServiceDeps) {
         runtime: sandbox.checkpoint?.crishim?.runtime_handler || undefined,
       },
       deps,
+      { seccomp },
     );
     const labels = makeLabels(
       config.labels,

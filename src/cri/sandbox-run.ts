@@ -11,7 +11,8 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { sandboxName, withRandomSuffix } from './naming';
-import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
+import { apparmorSecurityOpt, resolveSeccomp, seccompSecurityOpt } from './security';
+import { checkEnums } from './enums';
 import { nowNanos } from './time';
 import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from './validation';
 
@@ -57,17 +58,31 @@ export function cniPortMappings(mappings: CheckpointPortMapping[]): PortMappingS
     }));
 }
 
+/** TCP hostPorts on crishim's own listeners are refused: the pod would capture their traffic (POST /exec/<token>). */
+function checkOwnPorts(ownPorts: Set<number> | undefined, config: SandboxConfig): void {
+  for (const [i, p] of (config.port_mappings ?? []).entries()) {
+    if (p.host_port > 0 && ownPorts?.has(p.host_port) && (p.protocol ?? 'TCP') === 'TCP') {
+      throw invalidArgument(`config.port_mappings[${i}].host_port ${p.host_port} is one of crishim's own listeners (streaming or metrics)`);
+    }
+  }
+}
+
 function validateConfig(req: Request): SandboxConfig {
   const config = req.config;
   if (!config) throw invalidArgument('config must be set');
+  checkEnums('RunPodSandboxRequest', req);
   const meta = checkSandboxMetadata(config.metadata);
   checkLabelMap('config.labels', config.labels);
   checkRequestLabels('config.labels', config.labels, { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid });
   checkLabelMap('config.annotations', config.annotations);
   checkName('config.hostname', config.hostname, { required: false });
-  for (const p of config.port_mappings ?? []) {
+  for (const [i, p] of (config.port_mappings ?? []).entries()) {
     if (p.container_port < 0 || p.container_port > 65535 || p.host_port < 0 || p.host_port > 65535) {
-      throw invalidArgument(`config.port_mappings: port out of range (${p.container_port}:${p.host_port})`);
+      throw invalidArgument(`config.port_mappings[${i}]: port out of range (${p.container_port}:${p.host_port})`);
+    }
+    // portmap cannot forward to port 0: its ADD fails and so would every DEL after it
+    if (p.host_port > 0 && p.container_port === 0) {
+      throw invalidArgument(`config.port_mappings[${i}]: host_port ${p.host_port} needs a container_port in 1-65535`);
     }
   }
   checkDnsConfig(config.dns_config);
@@ -85,7 +100,13 @@ export function checkDnsConfig(dns: SandboxConfig['dns_config']): void {
 }
 
 /** Docker host config for the pause container; everything pod-wide lives here. */
-export function hostConfigFor(deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>, config: SandboxConfig, runtime: string | undefined): Docker.HostConfig {
+export function hostConfigFor(
+  deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>,
+  config: SandboxConfig,
+  runtime: string | undefined,
+  /** From security.ts `resolveSeccomp`; required for a Localhost seccomp profile. */
+  seccomp?: string[],
+): Docker.HostConfig {
   const linux = config.linux;
   const sec = linux?.security_context;
   const ns = sec?.namespace_options;
@@ -99,7 +120,7 @@ export function hostConfigFor(deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>, con
     OomScoreAdj: deps.sandboxOomScoreAdj,
     ReadonlyRootfs: sec?.readonly_rootfs ?? false,
     SecurityOpt: [
-      ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
+      ...(seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
       ...apparmorSecurityOpt(sec?.apparmor, undefined),
     ],
     RestartPolicy: { Name: 'no' },
@@ -129,6 +150,7 @@ export function pauseContainerSpec(
   image: string,
   labels: Record<string, string>,
   runtime: string | undefined,
+  seccomp?: string[],
 ): Docker.ContainerCreateOptions {
   const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
   return {
@@ -137,7 +159,7 @@ export function pauseContainerSpec(
     // a host-network pod has the node's hostname (UTSMode host)
     Hostname: hostNetwork ? undefined : config.hostname || undefined,
     User: userOf(config),
-    HostConfig: hostConfigFor(deps, config, runtime),
+    HostConfig: hostConfigFor(deps, config, runtime, seccomp),
   };
 }
 
@@ -186,6 +208,7 @@ export function runPodSandbox(deps: ServiceDeps) {
     const config = validateConfig(req);
     const meta = checkSandboxMetadata(config.metadata);
     const runtime = await checkRuntimeHandler(deps, req.runtime_handler);
+    checkOwnPorts(deps.ownPorts, config);
     const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
     const image = deps.config.podInfraContainerImage;
     ctx.annotate({ pod: `${meta.namespace}/${meta.name}` });
@@ -201,14 +224,9 @@ export function runPodSandbox(deps: ServiceDeps) {
       }
     };
 
-    // (a) the sandbox image: checked once, then trusted until Docker says it is gone
-    const ensure = (): Promise<void> => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log });
-    if (!sandboxImageSeen.has(image)) {
-      await step(`ensure sandbox image ${image}`, ensure);
-      sandboxImageSeen.add(image);
-    }
-
-    // (b) the pause container
+    // everything derived from the request is built (and so checked) before the first side effect
+    const sec = config.linux?.security_context;
+    const seccomp = await resolveSeccomp(sec?.seccomp, sec?.seccomp_profile_path);
     const createdAt = nowNanos();
     const labels = makeLabels(
       config.labels,
@@ -222,7 +240,17 @@ export function runPodSandbox(deps: ServiceDeps) {
       },
       { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
     );
-    const createOpts: Docker.ContainerCreateOptions = { name: sandboxName(meta), ...pauseContainerSpec(deps, config, image, labels, runtime) };
+    const createOpts: Docker.ContainerCreateOptions = { name: sandboxName(meta), ...pauseContainerSpec(deps, config, image, labels, runtime, seccomp) };
+    const portMappings = portMappingsOf(config);
+
+    // (a) the sandbox image: checked once, then trusted until Docker says it is gone
+    const ensure = (): Promise<void> => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log });
+    if (!sandboxImageSeen.has(image)) {
+      await step(`ensure sandbox image ${image}`, ensure);
+      sandboxImageSeen.add(image);
+    }
+
+    // (b) the pause container
     const container = await step('create pause container', async () => {
       try {
         return await createPauseContainer(deps, ctx, createOpts);
@@ -241,7 +269,6 @@ export function runPodSandbox(deps: ServiceDeps) {
 
     // (c) the checkpoint: what teardown needs if the container disappears
     crashPoint('sandbox:after-create');
-    const portMappings = portMappingsOf(config);
     const checkpoint = {
       name: meta.name,
       namespace: meta.namespace,
