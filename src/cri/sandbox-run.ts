@@ -189,13 +189,15 @@ async function createPauseContainer(
   ctx: CallContext,
   opts: Docker.ContainerCreateOptions,
 ): Promise<Docker.Container> {
+  // No abort signal: a create cancelled in flight may still happen in Docker, and then we
+  // would not know the id to roll back. Cancellation is checked once the id is known.
   try {
-    return await deps.docker.createContainer({ ...opts, abortSignal: ctx.signal });
+    return await deps.docker.createContainer({ ...opts });
   } catch (err) {
     // a leftover with the same name (e.g. from a crash): take a fresh name, as dockershim does
     if ((err as { statusCode?: number }).statusCode === 409 && opts.name) {
       ctx.log.warn('sandbox name taken; retrying with a random suffix', { name: opts.name });
-      return await deps.docker.createContainer({ ...opts, name: withRandomSuffix(opts.name), abortSignal: ctx.signal });
+      return await deps.docker.createContainer({ ...opts, name: withRandomSuffix(opts.name) });
     }
     throw err;
   }
@@ -206,6 +208,7 @@ export function runPodSandbox(deps: ServiceDeps) {
   const sandboxImageSeen = new Set<string>();
   return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
     const config = validateConfig(req);
+    checkOwnPorts(deps.ownPorts, config);
     const meta = checkSandboxMetadata(config.metadata);
     const runtime = await checkRuntimeHandler(deps, req.runtime_handler);
     checkOwnPorts(deps.ownPorts, config);
@@ -266,6 +269,9 @@ export function runPodSandbox(deps: ServiceDeps) {
     const id = container.id;
     ctx.annotate({ podSandboxId: id });
     rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
+    // from here on every step is undone if the client gave up: the undo runs without its signal
+    const checkCancelled = (): Promise<void> => (ctx.signal.aborted ? Promise.reject(new CriError(status.CANCELLED, 'cancelled by the client')) : Promise.resolve());
+    await step('after create', checkCancelled);
 
     // (c) the checkpoint: what teardown needs if the container disappears
     crashPoint('sandbox:after-create');
@@ -290,7 +296,9 @@ export function runPodSandbox(deps: ServiceDeps) {
     crashPoint('sandbox:after-checkpoint');
 
     // (d) start it
-    await step('start pause container', () => container.start({ abortSignal: ctx.signal }));
+    // no signal either: a start aborted in flight races the rollback's remove in Docker
+    await step('start pause container', () => container.start());
+    await step('after start', checkCancelled);
     crashPoint('sandbox:after-start');
     // (e) pod networking, and DNS: both need the running container's details
     const dns = config.dns_config;
