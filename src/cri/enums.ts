@@ -14,7 +14,8 @@ let root: protobuf.Root | undefined;
 function lookup(typeName: string): protobuf.Type {
   if (!root) {
     // the same file the gRPC server loads at start-up; parsed once
-    root = protobuf.loadSync(PROTO_PATH);
+    // keepCase: field names as the loader delivers them (port_mappings, not portMappings)
+    root = new protobuf.Root().loadSync(PROTO_PATH, { keepCase: true });
     root.resolveAll();
   }
   return root.lookupType(typeName);
@@ -25,7 +26,9 @@ function checkValue(field: protobuf.Field, value: unknown, where: string): void 
   const t = field.resolvedType;
   if (t instanceof protobuf.Enum) {
     if (typeof value !== 'string' || !(value in t.values)) {
-      throw invalidArgument(`${where} ${JSON.stringify(value)} is not a valid ${t.name} (one of ${Object.keys(t.values).join(', ')})`);
+      const names = Object.keys(t.values);
+      const shown = names.length > 8 ? `${names.slice(0, 8).join(', ')}, ...` : names.join(', ');
+      throw invalidArgument(`${where} ${JSON.stringify(value)} is not a valid ${t.name} (one of ${shown})`);
     }
   } else if (t instanceof protobuf.Type && typeof value === 'object') {
     checkMessage(t, value as Record<string, unknown>, where);
