@@ -5,7 +5,8 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { execFileSync } from 'child_process';
+import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -176,5 +177,114 @@ describe('exec, exec sync and attach only reach crishim’s containers', () => {
     } finally {
       await plain.remove({ force: true });
     }
+  });
+});
+
+describe('seccomp Localhost profiles', () => {
+  it('refuses a FIFO at once (no RPC waits on a writer), /dev/zero, and a non-profile file, never quoting it', async () => {
+    const pod = await runPod('seccomp');
+    const fifo = path.join(h.dir, 'profile.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const secret = path.join(h.dir, 'shadow-like');
+    await fsp.writeFile(secret, 'root:*:20234:0:99999:7:::\n');
+    const notProfile = path.join(h.dir, 'other.json');
+    await fsp.writeFile(notProfile, '{"name":"not a profile"}');
+    for (const [file, why] of [[fifo, /not a regular file/], ['/dev/zero', /not a regular file/], [secret, /not valid JSON/], [notProfile, /not a seccomp profile/]] as const) {
+      const req = containerRequest(pod, 'sec', { linux: { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: file } } } });
+      const r = await codeOf(call(h.runtime, 'CreateContainer', req, 10_000));
+      expect(r.code).toBe(status.INVALID_ARGUMENT);
+      expect(r.details).toMatch(why);
+      expect(r.details).not.toContain('root:');
+    }
+    const sandbox = await codeOf(call(h.runtime, 'RunPodSandbox', { config: podConfig('secfifo', { linux: { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: fifo } } } }) }, 10_000));
+    expect(sandbox.code).toBe(status.INVALID_ARGUMENT);
+  });
+});
+
+describe('AppArmor Localhost on a host without AppArmor', () => {
+  it('is refused instead of running unconfined', async () => {
+    let enabled = false;
+    try {
+      enabled = (await fsp.readFile('/sys/module/apparmor/parameters/enabled', 'utf8')).startsWith('Y');
+    } catch {
+      enabled = false;
+    }
+    const pod = await runPod('apparmor');
+    const req = containerRequest(pod, 'aa', { linux: { security_context: { apparmor: { profile_type: 'Localhost', localhost_ref: 'localhost/crishim-test' } } } });
+    const r = call(h.runtime, 'CreateContainer', req);
+    if (enabled) {
+      // the profile does not exist here either way: Docker refuses at create or start
+      await r.then((res) => call(h.runtime, 'RemoveContainer', { container_id: res.container_id }), () => undefined);
+    } else {
+      const c = await codeOf(r);
+      expect(c.code).toBe(status.INVALID_ARGUMENT);
+      expect(c.details).toMatch(/AppArmor is not enabled/);
+    }
+  });
+});
+
+describe('mounts', () => {
+  it('refuses a symlink to the root directory as host_path', async () => {
+    const pod = await runPod('mountlink');
+    const link = path.join(h.dir, 'to-root');
+    await fsp.symlink(h.rootDir, link);
+    const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'm', { mounts: [{ container_path: '/state', host_path: link }] })));
+    expect(r.code).toBe(status.INVALID_ARGUMENT);
+    expect(r.details).toMatch(/state directory/);
+  });
+});
+
+describe('RunPodSandbox validates before it acts', () => {
+  it('refuses an out-of-range enum and a hostPort to container_port 0 with no pause container left', async () => {
+    for (const port_mappings of [
+      [{ protocol: 7, container_port: 80, host_port: 0 }],
+      [{ protocol: 'TCP', container_port: 0, host_port: 18080 }],
+    ]) {
+      const config = podConfig('enum', { port_mappings });
+      const r = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+      expect(r.code).toBe(status.INVALID_ARGUMENT);
+      expect(r.details).toMatch(/port_mappings\[0\]/);
+      expect(await containersOfPod((config.metadata as { uid: string }).uid)).toEqual([]);
+    }
+  });
+
+  it('refuses a hostPort on crishim’s own streaming port', async () => {
+    const pod = await runPod('streamport');
+    const { container_id: id } = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'sp'));
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const { url } = await call(h.runtime, 'Exec', { container_id: id, cmd: ['true'], stdout: true });
+    const port = Number(new URL(url).port);
+    const config = podConfig('capture', { port_mappings: [{ protocol: 'TCP', container_port: 8080, host_port: port }] });
+    const r = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+    expect(r.code).toBe(status.INVALID_ARGUMENT);
+    expect(r.details).toMatch(/crishim's own listeners/);
+  });
+
+  it('rolls back completely when the client cancels 50-100 ms in', async () => {
+    const uids: string[] = [];
+    await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const config = podConfig(`cancel${i}`);
+        uids.push((config.metadata as { uid: string }).uid);
+        await new Promise<void>((resolve) => {
+          const c = h.runtime.RunPodSandbox({ config }, () => resolve());
+          setTimeout(() => c.cancel(), 50 + ((i * 50) / 11));
+        });
+      }),
+    );
+    // the handlers finish their rollback after the cancelled answer
+    await waitFor('no pause container of a cancelled call', async () => {
+      const left = (await Promise.all(uids.map((u) => containersOfPod(u)))).flat();
+      return left.length === 0 ? true : undefined;
+    }, 60_000);
+  });
+});
+
+describe('Docker create requests', () => {
+  it('carry a large config in the body: a 1.5 MB env value creates fine', async () => {
+    const pod = await runPod('bigenv');
+    const r = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'big', { envs: [{ key: 'BIG', value: Buffer.from('x'.repeat(1_500_000)) }] }));
+    const info = await docker.getContainer(r.container_id).inspect();
+    expect(info.Config.Env.find((e) => e.startsWith('BIG='))?.length).toBe(1_500_004);
   });
 });
