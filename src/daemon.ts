@@ -67,7 +67,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   }), metrics);
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor };
+  const ownPorts = new Set<number>();
+  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   const logs = createLogManager(client.api, logger);
@@ -75,6 +76,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));
   const daemonEvents = refreshOnDaemonEvents(engine, client.api, logger);
   const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker: client.api, logger });
+  ownPorts.add(Number(new URL(streaming.baseUrl).port));
+  // known before the CRI socket opens, although the metrics server itself starts later
+  const metricsPort = Number(/:(\d+)$/.exec(config.metricsBindAddress)?.[1] ?? 0);
+  if (metricsPort) ownPorts.add(metricsPort);
   const service = createDockerService(deps, logs, streaming);
   const server = await startCriServer({
     endpoint: config.containerRuntimeEndpoint,
@@ -88,6 +93,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     return { sandboxes: countBy(pods.map((p) => p.state)), containers: countBy(ctrs.map((c) => c.state)) };
   });
   const metricsServer = config.metricsBindAddress ? await startMetricsServer(config.metricsBindAddress, metrics, logger) : undefined;
+  if (metricsServer) ownPorts.add(metricsServer.port);
 
   return {
     socketPath: server.socketPath,

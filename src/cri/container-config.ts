@@ -7,6 +7,7 @@ import type { ServiceDeps } from './deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { checkCpuset } from './validation';
 import { HUGEPAGE_LIMITS_LABEL } from './labels';
+import { isWithin } from '../logging/safe-path';
 
 /** Translation of a CRI ContainerConfig into Docker create options (no I/O but path checks). */
 
@@ -177,6 +178,15 @@ export function resolveLogPath(logDirectory: string | undefined, logPath: string
   return full;
 }
 
+/** Real path of a mount source (the path itself when it cannot be resolved). */
+function realMountSource(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
 /** `host:container[:opts]` bind specs; refuses missing sources and crishim's own state. */
 export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>): string[] {
   const protectedDirs = [path.resolve(deps.config.rootDirectory)];
@@ -189,12 +199,17 @@ export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>):
       throw invalidArgument(`${field}.host_path ${host} is crishim's own state directory and cannot be mounted`);
     }
     if (!fs.existsSync(host)) throw invalidArgument(`${field}.host_path ${host} does not exist`);
+    // a symlink to the state directory is the state directory: check (and hand Docker) the real path
+    const real = realMountSource(host);
+    if (protectedDirs.some((d) => isWithin(real, realMountSource(d)))) {
+      throw invalidArgument(`${field}.host_path ${host} resolves to ${real}, inside crishim's own state directory, and cannot be mounted`);
+    }
     if (host.includes(':') || m.container_path.includes(':')) throw invalidArgument(`${field}: paths with ':' are not supported by Docker binds`);
     const opts = [m.readonly ? 'ro' : 'rw'];
     if (m.selinux_relabel) opts.push('Z');
     const prop = PROPAGATION[m.propagation] ?? '';
     if (prop) opts.push(prop);
-    return `${host}:${m.container_path}:${opts.join(',')}`;
+    return `${real}:${m.container_path}:${opts.join(',')}`;
   });
 }
 
@@ -249,6 +264,8 @@ export function dockerContainerSpec(
   config: ContainerConfig,
   sandbox: SandboxContext,
   deps: Pick<ServiceDeps, 'config' | 'oomScoreAdjFloor'> & Partial<Pick<ServiceDeps, 'engine'>>,
+  /** Security options read from files beforehand (security.ts `resolveSeccomp`); required for a Localhost seccomp profile. */
+  loaded: { seccomp?: string[] } = {},
 ): Docker.ContainerCreateOptions {
   const linux = config.linux;
   const sec = linux?.security_context;
@@ -271,7 +288,7 @@ export function dockerContainerSpec(
     GroupAdd: sec?.supplemental_groups?.length ? sec.supplemental_groups.map(String) : undefined,
     SecurityOpt: [
       ...(sec?.no_new_privs ? ['no-new-privileges'] : []),
-      ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
+      ...(loaded.seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
       ...apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile),
       ...selinuxOpts(sec?.selinux_options),
     ],

@@ -3,9 +3,12 @@ import { crashPoint } from '../crash-points';
 import { failedPrecondition, invalidArgument, notFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { dockerContainerSpec, resolveLogPath } from './container-config';
+import { dockerContainerSpec } from './container-config';
+import { checkedLogPath } from './log-path';
+import { resolveSeccomp } from './security';
 import {
   ATTEMPT_LABEL,
+  checkRequestLabels,
   CONTAINER_LOGPATH_LABEL,
   CONTAINER_NAME_LABEL,
   CREATED_LABEL,
@@ -21,6 +24,7 @@ import {
 import { containerName } from './naming';
 import { createNamed } from './create-named';
 import { findSandbox, recordMetadata } from './sandbox-lookup';
+import { checkEnums } from './enums';
 import { nowNanos } from './time';
 import { checkId, checkLabelMap, checkName } from './validation';
 
@@ -30,6 +34,7 @@ export function createContainer(deps: ServiceDeps) {
     const config = req.config;
     if (!config) throw invalidArgument('config must be set');
     if (!config.metadata) throw invalidArgument('config.metadata must be set');
+    checkEnums('CreateContainerRequest', req);
     const name = checkName('config.metadata.name', config.metadata.name);
     const attempt = config.metadata.attempt ?? 0;
     if (!config.image?.image) throw invalidArgument('config.image.image must be set');
@@ -43,8 +48,12 @@ export function createContainer(deps: ServiceDeps) {
       throw failedPrecondition(`pod sandbox ${sandbox.id} is not ready; cannot create container ${name} in it`);
     }
     const pod = recordMetadata(sandbox);
-    const logPath = resolveLogPath(req.sandbox_config?.log_directory, config.log_path);
+    const identity = { [CONTAINER_NAME_LABEL]: name, [POD_NAME_LABEL]: pod.name, [POD_NAMESPACE_LABEL]: pod.namespace, [POD_UID_LABEL]: pod.uid };
+    checkRequestLabels('config.labels', config.labels, identity);
+    const logPath = await checkedLogPath(deps, req.sandbox_config?.log_directory, config.log_path);
 
+    const sec = config.linux?.security_context;
+    const seccomp = await resolveSeccomp(sec?.seccomp, sec?.seccomp_profile_path);
     const spec = dockerContainerSpec(
       config,
       {
@@ -53,6 +62,7 @@ export function createContainer(deps: ServiceDeps) {
         runtime: sandbox.checkpoint?.crishim?.runtime_handler || undefined,
       },
       deps,
+      { seccomp },
     );
     const labels = makeLabels(
       config.labels,
@@ -65,19 +75,14 @@ export function createContainer(deps: ServiceDeps) {
         [ROOT_LABEL]: deps.config.rootDirectory,
         ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
       },
-      {
-        [CONTAINER_NAME_LABEL]: name,
-        [POD_NAME_LABEL]: pod.name,
-        [POD_NAMESPACE_LABEL]: pod.namespace,
-        [POD_UID_LABEL]: pod.uid,
-      },
+      identity,
     );
     const dockerName = containerName(name, attempt, pod);
     const create = (n: string): Promise<Docker.Container> =>
       deps.docker.createContainer({ ...spec, name: n, Labels: { ...spec.Labels, ...labels }, abortSignal: ctx.signal });
     let container: Docker.Container;
     try {
-      container = await createNamed(deps, ctx, dockerName, create);
+      container = await createNamed(deps, ctx, dockerName, { sandboxId: sandbox.id, name, attempt }, create);
     } catch (err) {
       throw toCriError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }

@@ -1,4 +1,4 @@
-import { promises as fsp } from 'fs';
+import { removeLogFile } from '../logging/safe-path';
 import { failedPrecondition, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
@@ -82,7 +82,13 @@ export async function removeContainerFully(deps: ServiceDeps, logs: LogManager, 
     throw toCriError(err, `RemoveContainer ${info.Id}`);
   }
   const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
-  if (logPath) await fsp.rm(logPath, { force: true });
+  if (!logPath) return;
+  try {
+    await removeLogFile(logPath);
+  } catch (err) {
+    // the container is gone; a log file we may not safely touch stays where it is
+    deps.logger.warn('container log file left in place', { containerId: info.Id, logPath, error: (err as Error).message });
+  }
 }
 
 export function removeContainer(deps: ServiceDeps, logs: LogManager) {
@@ -101,7 +107,14 @@ export function reopenContainerLog(deps: ServiceDeps, logs: LogManager) {
     const info = await mustFindContainer(deps, id);
     ctx.annotate({ containerId: info.Id });
     if (!info.State.Running) throw failedPrecondition(`container ${info.Id} is not running`);
-    if (!logs.reopen(info.Id)) {
+    let reopened: boolean;
+    try {
+      reopened = logs.reopen(info.Id);
+    } catch (err) {
+      // e.g. a symlink planted where the rotated file was: the copier keeps its old file
+      throw failedPrecondition(`ReopenContainerLog ${info.Id}: ${(err as Error).message}`);
+    }
+    if (!reopened) {
       const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
       if (!logPath) throw failedPrecondition(`container ${info.Id} has no log path`);
       // no copier (e.g. it died): start one, which opens the file afresh

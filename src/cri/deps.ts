@@ -17,4 +17,9 @@ export interface ServiceDeps {
   sandboxOomScoreAdj: number;
   /** Lowest oom_score_adj this host accepts; container requests below it are raised to it. */
   oomScoreAdjFloor: number;
+  /**
+   * TCP ports crishim itself listens on (streaming server, metrics), filled in as they
+   * start: a pod's hostPort there would capture another pod's exec/attach traffic.
+   */
+  ownPorts?: Set<number>;
 }

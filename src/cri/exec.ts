@@ -7,7 +7,7 @@ import { MAX_MESSAGE_BYTES } from '../server/proto';
 import type { CallContext, RuntimeImpl, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { killExec, startDockerExec, waitExecExit } from '../streaming/docker-exec';
 import type { StreamingServer } from '../streaming/server';
-import { TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { checkId } from './validation';
 
 /** stdout + stderr of ExecSync must fit in one 16 MiB CRI message; keep room for the envelope. */
@@ -43,6 +43,8 @@ async function runningContainer(docker: DockerApi, id: string, ctx: CallContext)
     if (isDockerNotFound(err)) throw notFound(`container ${id}`);
     throw toCriError(err, `inspect container ${id}`);
   }
+  // like ContainerStatus: a Docker container crishim does not manage (a plain `docker run`, a pause container) is not a CRI container
+  if (info.Config.Labels?.[TYPE_LABEL] !== TYPE_CONTAINER) throw notFound(`container ${id}`);
   ctx.annotate({ containerId: info.Id });
   if (!info.State.Running) throw failedPrecondition(`container ${info.Id} is not running`);
   return info;

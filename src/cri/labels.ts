@@ -1,3 +1,5 @@
+import { invalidArgument } from '../server/errors';
+
 /**
  * Docker labels crishim puts on its containers. The keys are the ones dockershim
  * and cri-dockerd use, so `docker ps`, existing tooling and a node switched over
@@ -41,6 +43,31 @@ const INTERNAL = new Set([
   TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL, ROOT_LABEL, HUGEPAGE_LIMITS_LABEL,
   RUNTIME_HANDLER_LABEL,
 ]);
+
+/** Prefix of every label crishim keeps for itself. */
+const CRISHIM_PREFIX = 'io.crishim.';
+/** Keys crishim writes and later trusts (never taken from a request). */
+const OWNED = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, CONTAINER_NAME_LABEL]);
+
+/**
+ * Refuses request labels that would collide with crishim's own: a client's
+ * `io.kubernetes.container.logpath` would point StartContainer/RemoveContainer at
+ * any host file, `io.crishim.*` would hide labels or fake hugepage limits,
+ * `annotation.*` would come back as an annotation, and identity labels that differ
+ * from the metadata would make a pod report itself as another (kube-system/...).
+ * The kubelet sends the identity labels with the metadata's values: those pass.
+ */
+export function checkRequestLabels(field: string, labels: Record<string, string> | undefined, identity: Record<string, string>): void {
+  for (const [k, v] of Object.entries(labels ?? {})) {
+    if (k in identity) {
+      if (v !== identity[k]) throw invalidArgument(`${field}[${JSON.stringify(k)}] must equal the metadata's value ${JSON.stringify(identity[k])}`);
+      continue;
+    }
+    if (OWNED.has(k) || k.startsWith(CRISHIM_PREFIX) || k.startsWith(ANNOTATION_PREFIX)) {
+      throw invalidArgument(`${field}[${JSON.stringify(k)}] is reserved for crishim's own labels`);
+    }
+  }
+}
 
 /**
  * Builds the Docker label map from CRI labels, annotations, our private keys

@@ -91,21 +91,71 @@ async function undo(deps: ServiceDeps, id: string, log: Logger): Promise<void> {
   }
 }
 
-/** CNI DEL for cached networks whose sandbox is gone; failures stay cached for the next round. */
-export async function releaseOrphanNetworks(deps: ServiceDeps, log: Logger, known: (id: string) => boolean): Promise<void> {
+/**
+ * Back-off and a retry budget for orphaned CNI teardowns, per sandbox id. A DEL that can
+ * never succeed (e.g. a plugin config it refuses) must not run every round forever: after
+ * each failure a sandbox sits out twice as many rounds as before, and after `maxAttempts`
+ * failures it is given up on (one warning says what stays behind).
+ */
+export class TeardownRetries {
+  private readonly state = new Map<string, { failures: number; skip: number }>();
+  constructor(readonly maxAttempts = 8, readonly maxSkip = 60) {}
+
+  /** Whether this round should try `id` (counts the rounds it sits out). */
+  due(id: string): boolean {
+    const s = this.state.get(id);
+    if (!s) return true;
+    if (s.failures >= this.maxAttempts) return false;
+    if (s.skip > 0) {
+      s.skip -= 1;
+      return false;
+    }
+    return true;
+  }
+
+  /** Records a failure; true when that was the last attempt. */
+  failed(id: string): boolean {
+    const s = this.state.get(id) ?? { failures: 0, skip: 0 };
+    s.failures += 1;
+    s.skip = Math.min(2 ** (s.failures - 1) - 1, this.maxSkip);
+    this.state.set(id, s);
+    return s.failures >= this.maxAttempts;
+  }
+
+  succeeded(id: string): void {
+    this.state.delete(id);
+  }
+}
+
+/** CNI DEL for cached networks whose sandbox is gone; failures stay cached for a later round (see TeardownRetries). */
+export async function releaseOrphanNetworks(deps: ServiceDeps, log: Logger, known: (id: string) => boolean, retries?: TeardownRetries): Promise<void> {
   for (const id of await deps.network.cachedSandboxes()) {
     if (known(id)) continue;
+    if (retries && !retries.due(id)) continue;
     try {
       await deps.network.tearDownPod({ podName: '', podNamespace: '', podUid: '', sandboxId: id, netnsPath: '', portMappings: [] });
+      retries?.succeeded(id);
       log.info('released the network of a sandbox that no longer exists', { podSandboxId: shortId(id) });
     } catch (err) {
-      log.warn('CNI DEL of an orphaned sandbox failed; will retry', { podSandboxId: shortId(id), error: (err as Error).message });
+      const error = (err as Error).message;
+      if (!retries?.failed(id)) {
+        log.warn('CNI DEL of an orphaned sandbox failed; will retry', { podSandboxId: shortId(id), error });
+        continue;
+      }
+      const net = await deps.network.podNetwork(id).catch(() => undefined);
+      log.warn('giving up on CNI DEL of an orphaned sandbox; its network setup stays behind (IP reservation, host port and masquerade rules) until removed by hand', {
+        podSandboxId: id,
+        attempts: retries.maxAttempts,
+        ips: net?.ips ?? [],
+        network: net?.networkName ?? '',
+        error,
+      });
     }
   }
 }
 
 /** Retries orphaned CNI teardowns in the background (e.g. a DEL that failed during RemovePodSandbox). */
-export function startNetworkJanitor(deps: ServiceDeps, logger: Logger, intervalMs = 60_000): () => void {
+export function startNetworkJanitor(deps: ServiceDeps, logger: Logger, intervalMs = 60_000, retries = new TeardownRetries()): () => void {
   const log = logger.child({ component: 'janitor' });
   const timer = setInterval(() => {
     void (async () => {
@@ -114,7 +164,7 @@ export function startNetworkJanitor(deps: ServiceDeps, logger: Logger, intervalM
       const listed = await deps.docker.listContainers({ all: true, filters: { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] } }).catch(() => undefined);
       if (!listed) return;
       const containers = new Set(listed.map((c) => c.Id));
-      await releaseOrphanNetworks(deps, log, (id) => checkpoints.has(id) || containers.has(id));
+      await releaseOrphanNetworks(deps, log, (id) => checkpoints.has(id) || containers.has(id), retries);
     })().catch((err: unknown) => log.warn('network janitor round failed', { error: String(err) }));
   }, intervalMs);
   timer.unref();

@@ -9,9 +9,10 @@ import type { PortMappingSpec } from '../network/types';
 import { CriError, invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
+import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { sandboxName, withRandomSuffix } from './naming';
-import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
+import { apparmorSecurityOpt, resolveSeccomp, seccompSecurityOpt } from './security';
+import { checkEnums } from './enums';
 import { nowNanos } from './time';
 import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from './validation';
 
@@ -57,16 +58,31 @@ export function cniPortMappings(mappings: CheckpointPortMapping[]): PortMappingS
     }));
 }
 
+/** TCP hostPorts on crishim's own listeners are refused: the pod would capture their traffic (POST /exec/<token>). */
+function checkOwnPorts(ownPorts: Set<number> | undefined, config: SandboxConfig): void {
+  for (const [i, p] of (config.port_mappings ?? []).entries()) {
+    if (p.host_port > 0 && ownPorts?.has(p.host_port) && (p.protocol ?? 'TCP') === 'TCP') {
+      throw invalidArgument(`config.port_mappings[${i}].host_port ${p.host_port} is one of crishim's own listeners (streaming or metrics)`);
+    }
+  }
+}
+
 function validateConfig(req: Request): SandboxConfig {
   const config = req.config;
   if (!config) throw invalidArgument('config must be set');
-  checkSandboxMetadata(config.metadata);
+  checkEnums('RunPodSandboxRequest', req);
+  const meta = checkSandboxMetadata(config.metadata);
   checkLabelMap('config.labels', config.labels);
+  checkRequestLabels('config.labels', config.labels, { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid });
   checkLabelMap('config.annotations', config.annotations);
   checkName('config.hostname', config.hostname, { required: false });
-  for (const p of config.port_mappings ?? []) {
+  for (const [i, p] of (config.port_mappings ?? []).entries()) {
     if (p.container_port < 0 || p.container_port > 65535 || p.host_port < 0 || p.host_port > 65535) {
-      throw invalidArgument(`config.port_mappings: port out of range (${p.container_port}:${p.host_port})`);
+      throw invalidArgument(`config.port_mappings[${i}]: port out of range (${p.container_port}:${p.host_port})`);
+    }
+    // portmap cannot forward to port 0: its ADD fails and so would every DEL after it
+    if (p.host_port > 0 && p.container_port === 0) {
+      throw invalidArgument(`config.port_mappings[${i}]: host_port ${p.host_port} needs a container_port in 1-65535`);
     }
   }
   checkDnsConfig(config.dns_config);
@@ -84,7 +100,13 @@ export function checkDnsConfig(dns: SandboxConfig['dns_config']): void {
 }
 
 /** Docker host config for the pause container; everything pod-wide lives here. */
-export function hostConfigFor(deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>, config: SandboxConfig, runtime: string | undefined): Docker.HostConfig {
+export function hostConfigFor(
+  deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>,
+  config: SandboxConfig,
+  runtime: string | undefined,
+  /** From security.ts `resolveSeccomp`; required for a Localhost seccomp profile. */
+  seccomp?: string[],
+): Docker.HostConfig {
   const linux = config.linux;
   const sec = linux?.security_context;
   const ns = sec?.namespace_options;
@@ -98,7 +120,7 @@ export function hostConfigFor(deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>, con
     OomScoreAdj: deps.sandboxOomScoreAdj,
     ReadonlyRootfs: sec?.readonly_rootfs ?? false,
     SecurityOpt: [
-      ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
+      ...(seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
       ...apparmorSecurityOpt(sec?.apparmor, undefined),
     ],
     RestartPolicy: { Name: 'no' },
@@ -128,6 +150,7 @@ export function pauseContainerSpec(
   image: string,
   labels: Record<string, string>,
   runtime: string | undefined,
+  seccomp?: string[],
 ): Docker.ContainerCreateOptions {
   const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
   return {
@@ -136,7 +159,7 @@ export function pauseContainerSpec(
     // a host-network pod has the node's hostname (UTSMode host)
     Hostname: hostNetwork ? undefined : config.hostname || undefined,
     User: userOf(config),
-    HostConfig: hostConfigFor(deps, config, runtime),
+    HostConfig: hostConfigFor(deps, config, runtime, seccomp),
   };
 }
 
@@ -166,13 +189,15 @@ async function createPauseContainer(
   ctx: CallContext,
   opts: Docker.ContainerCreateOptions,
 ): Promise<Docker.Container> {
+  // No abort signal: a create cancelled in flight may still happen in Docker, and then we
+  // would not know the id to roll back. Cancellation is checked once the id is known.
   try {
-    return await deps.docker.createContainer({ ...opts, abortSignal: ctx.signal });
+    return await deps.docker.createContainer({ ...opts });
   } catch (err) {
     // a leftover with the same name (e.g. from a crash): take a fresh name, as dockershim does
     if ((err as { statusCode?: number }).statusCode === 409 && opts.name) {
       ctx.log.warn('sandbox name taken; retrying with a random suffix', { name: opts.name });
-      return await deps.docker.createContainer({ ...opts, name: withRandomSuffix(opts.name), abortSignal: ctx.signal });
+      return await deps.docker.createContainer({ ...opts, name: withRandomSuffix(opts.name) });
     }
     throw err;
   }
@@ -183,8 +208,10 @@ export function runPodSandbox(deps: ServiceDeps) {
   const sandboxImageSeen = new Set<string>();
   return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
     const config = validateConfig(req);
+    checkOwnPorts(deps.ownPorts, config);
     const meta = checkSandboxMetadata(config.metadata);
     const runtime = await checkRuntimeHandler(deps, req.runtime_handler);
+    checkOwnPorts(deps.ownPorts, config);
     const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
     const image = deps.config.podInfraContainerImage;
     ctx.annotate({ pod: `${meta.namespace}/${meta.name}` });
@@ -200,14 +227,9 @@ export function runPodSandbox(deps: ServiceDeps) {
       }
     };
 
-    // (a) the sandbox image: checked once, then trusted until Docker says it is gone
-    const ensure = (): Promise<void> => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log });
-    if (!sandboxImageSeen.has(image)) {
-      await step(`ensure sandbox image ${image}`, ensure);
-      sandboxImageSeen.add(image);
-    }
-
-    // (b) the pause container
+    // everything derived from the request is built (and so checked) before the first side effect
+    const sec = config.linux?.security_context;
+    const seccomp = await resolveSeccomp(sec?.seccomp, sec?.seccomp_profile_path);
     const createdAt = nowNanos();
     const labels = makeLabels(
       config.labels,
@@ -221,7 +243,17 @@ export function runPodSandbox(deps: ServiceDeps) {
       },
       { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
     );
-    const createOpts: Docker.ContainerCreateOptions = { name: sandboxName(meta), ...pauseContainerSpec(deps, config, image, labels, runtime) };
+    const createOpts: Docker.ContainerCreateOptions = { name: sandboxName(meta), ...pauseContainerSpec(deps, config, image, labels, runtime, seccomp) };
+    const portMappings = portMappingsOf(config);
+
+    // (a) the sandbox image: checked once, then trusted until Docker says it is gone
+    const ensure = (): Promise<void> => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log });
+    if (!sandboxImageSeen.has(image)) {
+      await step(`ensure sandbox image ${image}`, ensure);
+      sandboxImageSeen.add(image);
+    }
+
+    // (b) the pause container
     const container = await step('create pause container', async () => {
       try {
         return await createPauseContainer(deps, ctx, createOpts);
@@ -237,10 +269,12 @@ export function runPodSandbox(deps: ServiceDeps) {
     const id = container.id;
     ctx.annotate({ podSandboxId: id });
     rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
+    // from here on every step is undone if the client gave up: the undo runs without its signal
+    const checkCancelled = (): Promise<void> => (ctx.signal.aborted ? Promise.reject(new CriError(status.CANCELLED, 'cancelled by the client')) : Promise.resolve());
+    await step('after create', checkCancelled);
 
     // (c) the checkpoint: what teardown needs if the container disappears
     crashPoint('sandbox:after-create');
-    const portMappings = portMappingsOf(config);
     const checkpoint = {
       name: meta.name,
       namespace: meta.namespace,
@@ -262,7 +296,9 @@ export function runPodSandbox(deps: ServiceDeps) {
     crashPoint('sandbox:after-checkpoint');
 
     // (d) start it
-    await step('start pause container', () => container.start({ abortSignal: ctx.signal }));
+    // no signal either: a start aborted in flight races the rollback's remove in Docker
+    await step('start pause container', () => container.start());
+    await step('after start', checkCancelled);
     crashPoint('sandbox:after-start');
     // (e) pod networking, and DNS: both need the running container's details
     const dns = config.dns_config;

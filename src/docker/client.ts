@@ -66,13 +66,43 @@ export async function connectDocker(opts: DockerEndpointOptions, logger: Logger)
     const v = await probe.version();
     const apiVersion = v.ApiVersion;
     logger.info('connected to docker', { dockerVersion: v.Version, apiVersion });
-    return { api: new Docker({ ...base, version: `v${apiVersion}` }), apiVersion };
+    return { api: createOptionsInBodyOnly(new Docker({ ...base, version: `v${apiVersion}` })), apiVersion };
   } catch (err) {
     logger.warn('docker is not reachable at startup; requests will fail with UNAVAILABLE until it is', {
       error: (err as Error).message,
     });
-    return { api: probe, apiVersion: undefined };
+    return { api: createOptionsInBodyOnly(probe), apiVersion: undefined };
   }
+}
+
+interface ModemDialOptions {
+  path?: string;
+  options?: Record<string, unknown>;
+}
+
+/**
+ * dockerode hands the whole container create body to docker-modem as `options`, which
+ * docker-modem then sends both as the JSON body and, since the path ends in `?`, as the
+ * query string: every env value (Secrets included), label and annotation lands in the
+ * request URI that dockerd logs in debug mode and any proxy in front of a tcp:// endpoint
+ * logs, and a config over ~1 MB fails with HTTP 431. docker-modem's own `_query`/`_body`
+ * split sends the name (and platform) in the query and the rest in the body only.
+ */
+export function createOptionsInBodyOnly(api: DockerApi): DockerApi {
+  const modem = api.modem as unknown as { dial(options: ModemDialOptions, callback: DialCallback): unknown };
+  const dial = modem.dial.bind(modem);
+  modem.dial = (options: ModemDialOptions, callback: DialCallback): unknown => {
+    const opts = options.options;
+    if (options.path === '/containers/create?' && opts && !('_body' in opts)) {
+      const { name, platform, abortSignal: _signal, ...body } = opts;
+      const query: Record<string, unknown> = {};
+      if (name !== undefined) query.name = name;
+      if (platform !== undefined) query.platform = platform;
+      return dial({ ...options, options: { _query: query, _body: body } }, callback);
+    }
+    return dial(options, callback);
+  };
+  return api;
 }
 
 interface DialOptions {

@@ -1,5 +1,5 @@
 import * as fs from 'fs';
-import * as path from 'path';
+import { openLogForAppend } from './safe-path';
 
 /**
  * The CRI container log format the kubelet reads:
@@ -94,8 +94,7 @@ export class CriLogFile {
   private fd: number | undefined;
 
   constructor(readonly file: string) {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    this.fd = fs.openSync(file, 'a', 0o640);
+    this.fd = openLogForAppend(file);
   }
 
   /** Synchronous on purpose: an entry is either before or after a reopen, never lost between. */
@@ -108,7 +107,7 @@ export class CriLogFile {
 
   reopen(): void {
     if (this.fd === undefined) return;
-    const next = fs.openSync(this.file, 'a', 0o640);
+    const next = openLogForAppend(this.file);
     fs.closeSync(this.fd);
     this.fd = next;
   }

@@ -34,33 +34,66 @@ function frame(type: number, flags: number, streamId: number, payload: Buffer): 
   return Buffer.concat([h, payload]);
 }
 
+/**
+ * Largest header block (HEADERS plus its CONTINUATIONs, HPACK-encoded) accepted: Node's
+ * default SETTINGS_MAX_HEADER_LIST_SIZE (64 KiB), which nghttp2 would enforce on the decoded
+ * list anyway. Without a bound a client could stream CONTINUATION frames forever and we
+ * would buffer them all (1 GiB of them grew the daemon to 1.3 GB).
+ */
+export const MAX_HEADER_BLOCK = 65535;
+
+/** Thrown when a client breaks the limits above; the connection is then destroyed. */
+export class HeaderBlockError extends Error {}
+
 /** Rewrites the client-to-server byte stream of one HTTP/2 connection. */
 export class AuthorityRewriter {
-  private buf: Buffer = Buffer.alloc(0);
+  /** Unconsumed input, as received: joined only for the (bounded) bytes of one frame. */
+  private chunks: Buffer[] = [];
+  private queued = 0;
   private prefaceDone = false;
   private readonly decoder = hpack.decompressor.create({ table: { size: TABLE_SIZE } });
   private readonly encoder = hpack.compressor.create({ table: { size: TABLE_SIZE } });
-  private pending?: { streamId: number; flags: number; priority?: Buffer; block: Buffer[] };
+  private pending?: { streamId: number; flags: number; priority?: Buffer; block: Buffer[]; size: number };
+
+  /** The first `n` queued bytes (n <= queued), joining chunks only when one is too short. */
+  private peek(n: number): Buffer {
+    if (this.chunks[0].length < n) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0].subarray(0, n);
+  }
+
+  /** Removes and returns the first `n` queued bytes. */
+  private take(n: number): Buffer {
+    const out = this.peek(n);
+    const rest = this.chunks[0].subarray(n);
+    if (rest.length > 0) this.chunks[0] = rest;
+    else this.chunks.shift();
+    this.queued -= n;
+    return out;
+  }
 
   /** Feeds bytes from the client; returns the bytes to hand to the server. */
   push(chunk: Buffer): Buffer {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    if (chunk.length > 0) {
+      this.chunks.push(chunk);
+      this.queued += chunk.length;
+    }
     const out: Buffer[] = [];
     if (!this.prefaceDone) {
-      if (this.buf.length < PREFACE_LENGTH) return Buffer.alloc(0);
-      out.push(this.buf.subarray(0, PREFACE_LENGTH));
-      this.buf = this.buf.subarray(PREFACE_LENGTH);
+      if (this.queued < PREFACE_LENGTH) return Buffer.alloc(0);
+      out.push(this.take(PREFACE_LENGTH));
       this.prefaceDone = true;
     }
-    while (this.buf.length >= FRAME_HEADER) {
-      const length = this.buf.readUIntBE(0, 3);
-      if (this.buf.length < FRAME_HEADER + length) break;
-      const type = this.buf[3];
-      const flags = this.buf[4];
-      const streamId = this.buf.readUInt32BE(5) & 0x7fffffff;
-      const raw = this.buf.subarray(0, FRAME_HEADER + length);
+    while (this.queued >= FRAME_HEADER) {
+      const head = this.peek(FRAME_HEADER);
+      const length = head.readUIntBE(0, 3);
+      // we never advertise a larger SETTINGS_MAX_FRAME_SIZE, so a larger frame is a protocol error
+      if (length > MAX_FRAME) throw new HeaderBlockError(`frame of ${length} bytes exceeds the maximum frame size ${MAX_FRAME}`);
+      if (this.queued < FRAME_HEADER + length) break;
+      const type = head[3];
+      const flags = head[4];
+      const streamId = head.readUInt32BE(5) & 0x7fffffff;
+      const raw = this.take(FRAME_HEADER + length);
       let payload = raw.subarray(FRAME_HEADER);
-      this.buf = this.buf.subarray(FRAME_HEADER + length);
       if (type === HEADERS) {
         let priority: Buffer | undefined;
         if (flags & PADDED) {
@@ -71,9 +104,11 @@ export class AuthorityRewriter {
           priority = payload.subarray(0, 5);
           payload = payload.subarray(5);
         }
-        this.pending = { streamId, flags, priority, block: [Buffer.from(payload)] };
+        this.pending = { streamId, flags, priority, block: [Buffer.from(payload)], size: payload.length };
         if (flags & END_HEADERS) out.push(this.flush());
       } else if (type === CONTINUATION && this.pending) {
+        this.pending.size += payload.length;
+        if (this.pending.size > MAX_HEADER_BLOCK) throw new HeaderBlockError(`header block exceeds ${MAX_HEADER_BLOCK} bytes`);
         this.pending.block.push(Buffer.from(payload));
         if (flags & END_HEADERS) out.push(this.flush());
       } else {

@@ -67,6 +67,11 @@ export function toCriError(err: unknown, what?: string): CriError {
   switch (e?.statusCode) {
     case 400:
       return new CriError(status.INVALID_ARGUMENT, `${prefix}${dockerMessage(err)}`, { cause: err });
+    case 413:
+    case 414:
+    case 431:
+      // the request itself is too large for dockerd (or a proxy): the config must shrink
+      return new CriError(status.INVALID_ARGUMENT, `${prefix}request too large for docker (HTTP ${e.statusCode}): ${dockerMessage(err)}`, { cause: err });
     case 404:
       return new CriError(status.NOT_FOUND, `${prefix}${dockerMessage(err)}`, { cause: err });
     case 409:

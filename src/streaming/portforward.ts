@@ -4,7 +4,7 @@ import type { WebSocket } from 'ws';
 import type { Logger } from '../logging/logger';
 import type { PodDialer } from './pod-dialer';
 import { acceptStream, header, writeGate, type SpdyUpgrade } from './spdy';
-import { wsChannels } from './websocket';
+import { writeOrPause, wsChannels } from './websocket';
 
 const errMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -90,7 +90,7 @@ export function spdyPortForward(up: SpdyUpgrade, dialer: PodDialer, podSandboxId
     }
     sockets.add(sock);
     log.debug('port-forward connection open', { podSandboxId, port, requestID });
-    const out = writeGate(data, up.socket);
+    const out = writeGate(data, up);
     data.pipe(sock); // client FIN -> half-close towards the pod
     sock.pipe(out); // pod FIN -> FIN on the data stream
     sock.on('error', () => undefined);
@@ -127,7 +127,7 @@ export function wsPortForward(ws: WebSocket, ports: number[], dialer: PodDialer,
     const i = ch >> 1;
     if (ch % 2 !== 0 || i >= ports.length) return;
     const s = sockets[i];
-    if (s) s.write(data);
+    if (s) writeOrPause(ws, s, data);
     else pendingData[i].push(data);
   });
   ports.forEach((port, i) => {

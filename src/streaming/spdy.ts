@@ -25,10 +25,14 @@ interface ParserInternals {
   parseKVs(buf: unknown, cb: (err: Error | null, headers?: Record<string, unknown>) => void): void;
 }
 interface ConnInternals {
-  _spdyState: { parser: ParserInternals; window: { send: SideInternals } };
+  _spdyState: { parser: ParserInternals; window: { send: SideInternals }; framer: { readableLength: number } };
 }
 interface StreamInternals {
   _spdyState: { window: { send: SideInternals } };
+}
+interface StreamReadInternals {
+  push(chunk: Buffer | null): boolean;
+  _read(n: number): void;
 }
 
 /**
@@ -102,6 +106,7 @@ export function acceptSpdy(req: IncomingMessage, socket: Duplex, head: Buffer, s
   // flow-controlling client waits on (SPDY/3 frames do not tell the versions apart)
   const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: true, maxStreams: 1000, autoSpdy31: true });
   acceptStreamsWithoutPath(conn);
+  holdSocketWhileStreamsFull(conn, socket);
   ignoreSendWindow((conn as unknown as ConnInternals)._spdyState.window.send);
   conn.on('error', () => undefined); // socket errors end up as 'close'
   return { conn, protocol, socket };
@@ -120,31 +125,86 @@ export function header(headers: SpdyHeaders, name: string): string | undefined {
 }
 
 /**
- * A writable for an outgoing SPDY stream that waits while the TCP socket is
- * backed up, since spdy-transport itself no longer throttles (flow control off).
+ * Waits for the socket's 'drain' (or its close), at most `ms`: the pipe from the framer
+ * may run after our listener and empty the queue without a further 'drain'.
  */
-export function writeGate(stream: SpdyStream, socket: Duplex): FlushingGate {
+function drainOrTimeout(socket: Duplex, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
+}
+
+/** Bytes queued towards the client beyond which output waits: spdy-transport's framer plus the socket. */
+const OUTBOUND_LIMIT = 1024 * 1024;
+
+/**
+ * A writable for an outgoing SPDY stream that waits while the connection is backed up.
+ * spdy-transport no longer throttles on the SPDY window (flow control off), and its frame
+ * scheduler completes every stream write at once, queueing frames in its framer whether
+ * the socket takes them or not. So the gate watches that queue and the socket's: past
+ * 1 MiB it waits for the socket to drain (the pipe from the framer then moves more), so a
+ * client that stops reading stops us reading Docker instead of filling our memory.
+ */
+export function writeGate(stream: SpdyStream, up: Pick<SpdyUpgrade, 'socket' | 'conn'>): FlushingGate {
   const gate = new PassThrough({ highWaterMark: 256 * 1024 }) as FlushingGate;
-  const sock = socket as Duplex & { writableLength: number };
+  const socket = up.socket as Duplex & { writableLength: number };
+  const framer = (up.conn as unknown as ConnInternals)._spdyState.framer;
   gate.flushed = (async () => {
     for await (const chunk of gate) {
       if (stream.destroyed) continue;
       stream.write(chunk as Buffer);
-      if (sock.writableLength > 1024 * 1024) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            socket.off('drain', done);
-            socket.off('close', done);
-            resolve();
-          };
-          socket.on('drain', done);
-          socket.on('close', done);
-        });
+      while (!socket.destroyed && framer.readableLength + socket.writableLength > OUTBOUND_LIMIT) {
+        await drainOrTimeout(socket, 50);
       }
     }
     if (!stream.destroyed) stream.end();
   })().catch(() => undefined);
   return gate;
+}
+
+/**
+ * Inbound back-pressure. spdy-transport pushes every DATA frame into its stream whether
+ * anyone reads or not, and clients like client-go ignore the SPDY window, so a stdin flood
+ * into a process that does not read (or a port-forward to a pod that does not) would be
+ * buffered without bound. While any stream holds more than its high-water mark, reading
+ * from the client's socket stops (TCP then slows the client); it resumes when that stream
+ * is read again. The socket is piped into spdy-transport's parser, and the pipe may resume
+ * it after a drain: a 'resume' while held pauses it again.
+ */
+function holdSocketWhileStreamsFull(conn: SpdyConnection, socket: Duplex): void {
+  const full = new Set<SpdyStream>();
+  const release = (stream: SpdyStream): void => {
+    if (full.delete(stream) && full.size === 0) socket.resume();
+  };
+  socket.on('resume', () => {
+    if (full.size > 0) socket.pause();
+  });
+  conn.on('stream', (stream: SpdyStream) => {
+    const s = stream as unknown as StreamReadInternals;
+    const push = s.push.bind(stream);
+    s.push = (chunk: Buffer | null): boolean => {
+      const ok = push(chunk);
+      if (!ok && chunk !== null && !full.has(stream)) {
+        full.add(stream);
+        socket.pause();
+      }
+      return ok;
+    };
+    const read = s._read.bind(stream);
+    s._read = (n: number): void => {
+      release(stream);
+      read(n);
+    };
+    stream.once('close', () => release(stream));
+  });
 }
 
 /** A writeGate, with a promise for when everything written has reached the SPDY stream. */
@@ -216,8 +276,8 @@ export function spdyRemoteCommand(up: SpdyUpgrade, wants: RemoteCommandWants, ti
       socket.off('close', onClose);
       const stdoutStream = got.get('stdout');
       const stderrStream = got.get('stderr');
-      const stdout = stdoutStream ? writeGate(stdoutStream, socket) : null;
-      const stderr = stderrStream && !wants.tty ? writeGate(stderrStream, socket) : null;
+      const stdout = stdoutStream ? writeGate(stdoutStream, up) : null;
+      const stderr = stderrStream && !wants.tty ? writeGate(stderrStream, up) : null;
       let finished = false;
       resolve({
         protocol,

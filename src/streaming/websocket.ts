@@ -93,6 +93,23 @@ export function pickProtocol(serverProtocols: readonly string[]): (offered: Set<
   return (offered) => [...offered].find((p) => serverProtocols.includes(p)) ?? false;
 }
 
+/**
+ * Writes client input on; when the destination is backed up (the process does not read
+ * its stdin, the pod does not read its socket), stops reading the WebSocket until it
+ * drains, so a flood waits in the client's TCP send buffer instead of our memory.
+ */
+export function writeOrPause(ws: WebSocket, dst: Writable, data: Buffer): void {
+  if (dst.write(data) || ws.isPaused) return;
+  ws.pause();
+  const resume = (): void => {
+    dst.off('drain', resume);
+    dst.off('close', resume);
+    if (ws.readyState === WebSocket.OPEN) ws.resume();
+  };
+  dst.on('drain', resume);
+  dst.on('close', resume);
+}
+
 class ChannelWriter extends Writable {
   constructor(
     private readonly chans: WsChannels,
@@ -124,7 +141,7 @@ export function wsRemoteCommand(ws: WebSocket, wants: WsWants): StreamSet {
   const resize = resizeRelay();
   const decodeResize = createResizeDecoder(resize.push);
   chans.onData((ch, data) => {
-    if (ch === CH_STDIN && stdin && !stdin.writableEnded) stdin.write(data);
+    if (ch === CH_STDIN && stdin && !stdin.writableEnded) writeOrPause(ws, stdin, data);
     else if (ch === CH_RESIZE && wants.tty && supportsResize(protocol)) decodeResize(data);
   });
   chans.onChannelClose((ch) => {

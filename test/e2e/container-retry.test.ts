@@ -3,7 +3,8 @@
  * after Docker created the container) with the same name and attempt: the never-started
  * leftover must not stay behind as an orphan, and a live container must never be touched.
  */
-import { BUSYBOX, call, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { status } from '@grpc/grpc-js';
+import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -22,7 +23,7 @@ const exists = (id: string): Promise<boolean> =>
     },
   );
 
-it('replaces a never-started leftover of the same name and leaves a started one alone', async () => {
+it('replaces a never-started leftover of the same name and refuses while a started one holds it', async () => {
   const config = podConfig('retry');
   const uid = (config.metadata as { uid: string }).uid;
   const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
@@ -40,12 +41,14 @@ it('replaces a never-started leftover of the same name and leaves a started one 
   expect((await docker.getContainer(second).inspect()).Name).toBe(`/k8s_app_retry_crishim-e2e_${uid}_0`);
 
   await call(h.runtime, 'StartContainer', { container_id: second });
-  const third = await create();
+  // a started holder keeps its name and the retry is refused, as containerd's "name is reserved"
+  const third = await codeOf(create());
+  expect(third.code).toBe(status.ALREADY_EXISTS);
+  expect(third.details).toContain(`is reserved for ${second}`);
   expect((await docker.getContainer(second).inspect()).State.Running).toBe(true);
-  expect((await docker.getContainer(third).inspect()).Name).toMatch(new RegExp(`^/k8s_app_retry_crishim-e2e_${uid}_0_[0-9a-f]+$`));
 
   const listed = (await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod } })).containers ?? [];
-  expect(listed.map((c) => c.id).sort()).toEqual([second, third].sort());
+  expect(listed.map((c) => c.id)).toEqual([second]);
 
   await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
   await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });

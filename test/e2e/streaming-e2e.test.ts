@@ -12,7 +12,7 @@ import * as spdy from 'spdy-transport';
 import type { SpdyConnection, SpdyHeaders, SpdyStream } from 'spdy-transport';
 import WebSocket from 'ws';
 import { execHandlers, EXEC_SYNC_OUTPUT_LIMIT } from '../../src/cri/exec';
-import { TYPE_LABEL, TYPE_SANDBOX } from '../../src/cri/labels';
+import { TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../../src/cri/labels';
 import { createLogger } from '../../src/logging/logger';
 import type { CallContext } from '../../src/server/rpc';
 import { startStreamingServer, type StreamingServer } from '../../src/streaming/server';
@@ -35,7 +35,9 @@ async function runContainer(cmd: string[], extra: Partial<Docker.ContainerCreate
     Image: BUSYBOX,
     name: `crishim-test-streaming-${randomBytes(4).toString('hex')}`,
     Cmd: cmd,
+    // a CRI container as far as exec/attach can tell: they refuse Docker containers crishim does not manage
     ...extra,
+    Labels: { [TYPE_LABEL]: TYPE_CONTAINER, ...extra.Labels },
   });
   created.push(c.id);
   await c.start();
@@ -221,7 +223,12 @@ describe('ExecSync', () => {
 
   it('maps a missing or stopped container to NOT_FOUND / FAILED_PRECONDITION', async () => {
     await expect(h.ExecSync({ container_id: 'f'.repeat(64), cmd: ['true'], timeout: '0' }, ctx())).rejects.toMatchObject({ code: status.NOT_FOUND });
-    const stopped = await docker.createContainer({ Image: BUSYBOX, name: `crishim-test-streaming-${randomBytes(4).toString('hex')}`, Cmd: ['true'] });
+    const stopped = await docker.createContainer({
+      Image: BUSYBOX,
+      name: `crishim-test-streaming-${randomBytes(4).toString('hex')}`,
+      Cmd: ['true'],
+      Labels: { [TYPE_LABEL]: TYPE_CONTAINER },
+    });
     created.push(stopped.id);
     await expect(h.ExecSync({ container_id: stopped.id, cmd: ['true'], timeout: '0' }, ctx())).rejects.toMatchObject({
       code: status.FAILED_PRECONDITION,
@@ -401,8 +408,12 @@ describe('PortForward', () => {
       Labels: { [TYPE_LABEL]: TYPE_SANDBOX },
     });
     await eventually(async () => {
-      const r = await h.ExecSync({ container_id: pod, cmd: ['sh', '-c', '[ "$(netstat -ltn | grep -c ":80[89][0-9] ")" -ge 20 ]'], timeout: '0' }, ctx());
-      return r.exit_code === 0;
+      // straight through Docker: ExecSync refuses a sandbox's container, as it does the pause container
+      const e = await docker.getContainer(pod).exec({ Cmd: ['sh', '-c', '[ "$(netstat -ltn | grep -c ":80[89][0-9] ")" -ge 20 ]'], AttachStdout: true });
+      const out = await e.start({});
+      out.resume();
+      await new Promise((r) => out.once('end', r));
+      return (await e.inspect()).ExitCode === 0;
     }, 'pod listening on 8080-8099');
   });
 

@@ -1,5 +1,5 @@
 import * as hpack from 'hpack.js';
-import { AuthorityRewriter } from '../../src/server/authority-fix';
+import { AuthorityRewriter, HeaderBlockError, MAX_HEADER_BLOCK } from '../../src/server/authority-fix';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
@@ -85,5 +85,34 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
       [':authority', 'localhost'],
       ['x-big', 'v'.repeat(100)],
     ]);
+  });
+});
+
+describe('bounds on what a client can make the shim buffer', () => {
+  it('refuses a header block that grows past the limit through CONTINUATION frames', () => {
+    const r = new AuthorityRewriter();
+    r.push(Buffer.concat([PREFACE, frame(1, 0, 1, Buffer.alloc(100))]));
+    const cont = frame(9, 0, 1, Buffer.alloc(16384));
+    let fed = 100;
+    expect(() => {
+      for (; fed < 1024 * 1024; fed += 16384) r.push(cont);
+    }).toThrow(HeaderBlockError);
+    // stopped at the limit, not after a megabyte
+    expect(fed).toBeLessThanOrEqual(MAX_HEADER_BLOCK + 16384);
+  });
+
+  it('refuses a frame larger than the maximum frame size before buffering it', () => {
+    const head = Buffer.alloc(9);
+    head.writeUIntBE(16 * 1024 * 1024 - 1, 0, 3);
+    head[3] = 9;
+    expect(() => new AuthorityRewriter().push(Buffer.concat([PREFACE, head]))).toThrow(HeaderBlockError);
+  });
+
+  it('passes a large DATA stream fed in small pieces through unchanged', () => {
+    const data = Buffer.concat(Array.from({ length: 64 }, (_, i) => frame(0, 0, 1, Buffer.alloc(16384, i))));
+    const r = new AuthorityRewriter();
+    const out: Buffer[] = [r.push(PREFACE)];
+    for (let off = 0; off < data.length; off += 1000) out.push(r.push(data.subarray(off, off + 1000)));
+    expect(Buffer.concat(out)).toEqual(Buffer.concat([PREFACE, data]));
   });
 });

@@ -1,4 +1,8 @@
-import { apparmorSecurityOpt, seccompSecurityOpt } from '../../src/cri/security';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { apparmorSecurityOpt, loadSeccompProfile, resolveSeccomp, SECCOMP_PROFILE_MAX_BYTES, seccompSecurityOpt } from '../../src/cri/security';
 
 describe('seccomp options', () => {
   it('is unconfined when nothing is asked, Docker default for RuntimeDefault', () => {
@@ -10,7 +14,10 @@ describe('seccomp options', () => {
 
   it('refuses unknown and relative profiles', () => {
     expect(() => seccompSecurityOpt(null, 'bogus')).toThrow(/unknown seccomp profile/);
-    expect(() => seccompSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'rel.json' }, '')).toThrow(/absolute/);
+  });
+
+  it('refuses a relative Localhost path', async () => {
+    await expect(loadSeccompProfile('rel.json')).rejects.toThrow(/absolute/);
   });
 });
 
@@ -18,6 +25,66 @@ describe('apparmor options', () => {
   it('maps CRI profiles to Docker options', () => {
     expect(apparmorSecurityOpt(null, '')).toEqual([]);
     expect(apparmorSecurityOpt({ profile_type: 'Unconfined', localhost_ref: '' }, '')).toEqual(['apparmor=unconfined']);
-    expect(apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '')).toEqual(['apparmor=my-prof']);
+    expect(apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => true)).toEqual(['apparmor=my-prof']);
+  });
+
+  it('refuses a Localhost profile where AppArmor is off instead of running unconfined', () => {
+    expect(() => apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => false)).toThrow(/AppArmor is not enabled/);
+    expect(() => apparmorSecurityOpt(null, 'localhost/my-prof', () => false)).toThrow(/AppArmor is not enabled/);
+    expect(apparmorSecurityOpt({ profile_type: 'Unconfined', localhost_ref: '' }, '', () => false)).toEqual(['apparmor=unconfined']);
+  });
+});
+
+describe('Localhost seccomp profiles', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crishim-seccomp-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const write = (name: string, text: string): string => {
+    const f = path.join(dir, name);
+    fs.writeFileSync(f, text);
+    return f;
+  };
+
+  it('loads a real profile and passes it to Docker compacted', async () => {
+    const f = write('ok.json', JSON.stringify({ defaultAction: 'SCMP_ACT_ERRNO', syscalls: [{ names: ['read'], action: 'SCMP_ACT_ALLOW' }] }, null, 2));
+    expect(await resolveSeccomp({ profile_type: 'Localhost', localhost_ref: f }, '')).toEqual([
+      'seccomp={"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}',
+    ]);
+  });
+
+  it('refuses a FIFO at once, without waiting for a writer', async () => {
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    await expect(loadSeccompProfile(fifo)).rejects.toThrow(/not a regular file/);
+  });
+
+  it('refuses character devices and oversized files', async () => {
+    await expect(loadSeccompProfile('/dev/zero')).rejects.toThrow(/not a regular file/);
+    const big = write('big.json', `{"defaultAction":"SCMP_ACT_ALLOW","x":"${'a'.repeat(SECCOMP_PROFILE_MAX_BYTES)}"}`);
+    await expect(loadSeccompProfile(big)).rejects.toThrow(/larger than/);
+  });
+
+  it('never quotes the file content in the error', async () => {
+    const secret = write('shadow', 'root:*:20234:0:99999:7:::\n');
+    const err = await loadSeccompProfile(secret).catch((e: Error) => e);
+    expect((err as Error).message).toMatch(/not valid JSON/);
+    expect((err as Error).message).not.toContain('root:');
+  });
+
+  it('refuses JSON that is not a seccomp profile', async () => {
+    for (const [name, text] of [
+      ['arr.json', '[1,2]'],
+      ['noaction.json', '{"name":"x"}'],
+      ['badaction.json', '{"defaultAction":"ALLOW"}'],
+      ['badsys.json', '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"action":"SCMP_ACT_ERRNO"}]}'],
+    ]) {
+      await expect(loadSeccompProfile(write(name, text))).rejects.toThrow(/is not a seccomp profile/);
+    }
+  });
+
+  it('requires the profile to be loaded before building options', () => {
+    expect(() => seccompSecurityOpt({ profile_type: 'Localhost', localhost_ref: '/x.json' }, '')).toThrow(/before it was loaded/);
   });
 });
