@@ -4,6 +4,7 @@ import type { DockerApi } from '../docker/client';
 import type { EngineInfo } from '../docker/engine-info';
 import type { Logger } from '../logging/logger';
 import type { NetworkPlugin } from '../network/types';
+import type { StateStore } from '../state/store';
 
 /** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
 export interface ServiceDeps {
@@ -17,4 +18,6 @@ export interface ServiceDeps {
   sandboxOomScoreAdj: number;
   /** Lowest oom_score_adj this host accepts; container requests below it are raised to it. */
   oomScoreAdjFloor: number;
+  /** The event-fed view List and Status read (src/state/); without it they ask Docker each time. */
+  state?: StateStore;
 }

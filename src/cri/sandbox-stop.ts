@@ -1,7 +1,7 @@
-import type Docker from 'dockerode';
 import { isDockerNotFound, notFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { summaryOf, type ListedContainer } from '../state/summary';
 import { CREATED_LABEL, SANDBOX_ID_LABEL } from './labels';
 import { findSandbox, recordMetadata, type SandboxRecord } from './sandbox-lookup';
 import { cniPortMappings } from './sandbox-run';
@@ -18,7 +18,8 @@ export function isHostNetwork(rec: SandboxRecord): boolean {
 }
 
 /** Docker containers (not the pause one) that belong to a sandbox. */
-export async function sandboxMembers(deps: ServiceDeps, sandboxId: string): Promise<Docker.ContainerInfo[]> {
+export async function sandboxMembers(deps: ServiceDeps, sandboxId: string): Promise<ListedContainer[]> {
+  if (deps.state) return (await deps.state.list()).filter((c) => c.Config.Labels?.[SANDBOX_ID_LABEL] === sandboxId).map(summaryOf);
   return deps.docker.listContainers({ all: true, filters: { label: [`${SANDBOX_ID_LABEL}=${sandboxId}`] } });
 }
 

@@ -28,6 +28,10 @@ export interface FollowOptions {
    * starts there, so nothing that happens between that read and the subscription is lost.
    */
   beforeSubscribe?: (reconnect: boolean) => Promise<number | void>;
+  /** Runs once Docker accepted a subscription: events from here on will arrive. */
+  onSubscribed?: (reconnect: boolean) => void;
+  /** Runs when a subscription broke: events may be lost until the next onSubscribed. */
+  onDisconnect?: (reason: string) => void;
 }
 
 /**
@@ -63,9 +67,11 @@ export function followDockerEvents(
         since: since as unknown as number,
         filters,
       })) as NodeJS.ReadableStream & { destroy(): void };
+      const reconnect = subscribedOnce;
       subscribedOnce = true;
       current = stream;
       if (closed) return stream.destroy();
+      opts.onSubscribed?.(reconnect);
       let pending = '';
       stream.on('data', (chunk: Buffer) => {
         pending += chunk.toString('utf8');
@@ -93,6 +99,7 @@ export function followDockerEvents(
         if (closed || current !== stream) return;
         current = undefined;
         logger.warn('docker event stream ended; resubscribing', { reason: why, filters });
+        opts.onDisconnect?.(why);
         schedule();
       };
       stream.on('end', () => again('end'));
