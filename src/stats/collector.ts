@@ -2,7 +2,7 @@ import type { DockerApi } from '../docker/client';
 import { log, type Logger } from '../logging/logger';
 import { childCgroups, DEFAULT_CGROUP_ROOT, keyPath, parentCgroup } from './cgroup-path';
 import { readCgroupUsage } from './cgroup';
-import { createFactsCache, type ContainerFacts } from './facts';
+import { createFactsCache, type ContainerFacts, type CurrentInspects } from './facts';
 import { readNetDev, type InterfaceUsage } from './netdev';
 import { mapLimit } from './pool';
 import { createRateTracker } from './rate';
@@ -56,6 +56,8 @@ export interface CollectorOptions {
   /** Pause before the second reading of a container seen for the first time. */
   settleMs?: number;
   concurrency?: number;
+  /** The state view: container facts come from it instead of a Docker inspect (see facts.ts). */
+  view?: CurrentInspects;
 }
 
 const wallNanos = (): string => (BigInt(Date.now()) * 1_000_000n).toString();
@@ -92,22 +94,18 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;
   const proc = opts.procRoot ?? '/proc';
-  const facts = createFactsCache(docker, logger, proc);
+  const facts = createFactsCache(docker, logger, proc, opts.view);
   const rates = createRateTracker();
   const layers = createLayerUsageCache();
   const kinds = new Map<string, 'container' | 'sandbox'>();
   const sources = new Map<string, PodSample['source']>();
 
-  const layerUsage = async (id: string, dir: string | undefined): Promise<LayerUsage | undefined> => {
+  /** The last walk of the writable layer (never waited for: a container seen for the first time reports 0 until it is done). */
+  const layerUsage = (id: string, dir: string | undefined): LayerUsage | undefined => {
     if (!dir) return undefined;
-    try {
-      const u = await layers.get(id, dir);
-      if (u.truncated) logger.debug('stats: writable layer walk hit its bound', { containerId: id, inodes: u.inodes });
-      return u;
-    } catch (err) {
-      logger.debug('stats: cannot measure writable layer', { containerId: id, error: (err as Error).message });
-      return undefined;
-    }
+    const u = layers.latest(id, dir);
+    if (u?.truncated) logger.debug('stats: writable layer walk hit its bound', { containerId: id, inodes: u.inodes });
+    return u;
   };
 
   const sampleOne = async (t: Target, kind: 'container' | 'sandbox'): Promise<Sample> => {
@@ -116,7 +114,7 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     const timestamp = wallNanos();
     const usage = f?.cgroup ? await readCgroupUsage(f.cgroup, root) : {};
     const nanoCores = usage.cpuUsageNanos !== undefined ? rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
-    const layer = kind === 'container' ? await layerUsage(t.id, f?.upperDir) : undefined;
+    const layer = kind === 'container' ? layerUsage(t.id, f?.upperDir) : undefined;
     return { id: t.id, timestamp, usage, nanoCores, writable: layer && { bytes: layer.bytes, inodes: layer.inodes }, facts: f };
   };
 
