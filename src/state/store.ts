@@ -59,6 +59,9 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
   /** Lookups of refs that are not a known id (a name, an unknown prefix) still in flight. */
   const pending = new Set<Promise<void>>();
   let synced = false;
+  // while no event stream is live (before the first subscription, after a disconnect) nothing
+  // tells the view about changes made behind crishim's back: every read lists Docker again
+  let subscribed = opts.subscribe === false;
   let syncing: Promise<void> | undefined;
   // bumped on every disconnect: a resync that started before it cannot vouch for the view
   let epoch = 0;
@@ -188,6 +191,7 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
   /** Waits until the view is synchronised and every entry (or the one asked for) is current. */
   const settle = async (only?: Entry): Promise<void> => {
     if (!synced) await resync(true);
+    else if (!subscribed) await resync(false);
     for (let pass = 0; pass < 5; pass++) {
       const stale = only ? (isCurrent(only) ? [] : [only]) : [...entries.values()].filter((e) => !isCurrent(e));
       if (stale.length === 0 && (only || pending.size === 0)) return;
@@ -204,12 +208,15 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
 
   if (opts.subscribe !== false) {
     source = followDockerEvents(docker, { type: ['container'], label: [TYPE_LABEL] }, onEvent, logger, {
+      retryMs: 250,
       onSubscribed: (reconnect) => {
+        subscribed = true;
         // what changed while no event could reach us is only in a full list; after a reconnect
         // dockerd may have restarted, so every container is inspected again
         void resync(reconnect).catch((err: unknown) => logger.warn('state: resync failed', { error: (err as Error).message }));
       },
       onDisconnect: () => {
+        subscribed = false;
         epoch++;
         synced = false;
       },
@@ -230,7 +237,7 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
       return out;
     },
     async get(ref) {
-      if (!synced) await settle();
+      if (!synced || !subscribed) await settle();
       const id = resolve(ref);
       const e = id ? entries.get(id) : undefined;
       if (!e) return lookUp(ref);

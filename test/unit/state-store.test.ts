@@ -20,6 +20,7 @@ function fakeDocker() {
   const streams: PassThrough[] = [];
   const calls = { list: 0, inspect: 0 };
   let down = false;
+  let eventsDown = false;
   let inspectGate: Promise<void> | undefined;
   const unreachable = (): Error => Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
   const inspectOf = (c: FakeContainer) => ({
@@ -49,7 +50,7 @@ function fakeDocker() {
       },
     }),
     getEvents: async () => {
-      if (down) throw unreachable();
+      if (down || eventsDown) throw unreachable();
       const s = new PassThrough();
       streams.push(s);
       return s;
@@ -71,6 +72,9 @@ function fakeDocker() {
     },
     setDown(v: boolean): void {
       down = v;
+    },
+    setEventsDown(v: boolean): void {
+      eventsDown = v;
     },
     gate(): () => void {
       let open!: () => void;
@@ -201,6 +205,36 @@ describe('state store', () => {
     d.setDown(false);
     await until(async () => (await store!.list().catch(() => [])).length === 1, 'the view to resynchronise');
     expect(await states(store)).toEqual({ f: 'running' });
+  });
+});
+
+describe('state store without an event stream', () => {
+  it('lists Docker on every read until the stream is back, so no change goes unseen meanwhile', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    const store = createStateStore(d.api, logger, { resyncMs: 0 });
+    try {
+      await store.list();
+      await until(() => d.streams.length === 1, 'the subscription');
+      d.setEventsDown(true);
+      d.streams[0].end();
+      await new Promise((r) => setTimeout(r, 50));
+      // behind crishim's back, with no event to tell: a is killed, b appears
+      d.containers.get(hex('a'))!.state = 'exited';
+      d.add(hex('b'), 'running');
+      expect(await states(store)).toEqual({ a: 'exited', b: 'running' });
+      d.containers.delete(hex('b'));
+      expect(await states(store)).toEqual({ a: 'exited' });
+      // the stream is back: reads stop listing
+      d.setEventsDown(false);
+      await until(() => d.streams.length === 2, 'the resubscription');
+      await store.list();
+      const lists = d.calls.list;
+      for (let i = 0; i < 5; i++) await store.list();
+      expect(d.calls.list).toBe(lists);
+    } finally {
+      store.close();
+    }
   });
 });
 
