@@ -4,13 +4,13 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   one section
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load)
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { promises as fsp, existsSync } from 'fs';
+import { promises as fsp, existsSync, readFileSync } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
@@ -25,8 +25,9 @@ import { kubeletLoad } from './kubelet-load';
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const SMOKE = process.argv.includes('--smoke');
-/** `--only=kubelet-load` runs that section alone (it takes minutes at full size). */
-const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+/** `--only=memory,kubelet-load` runs those sections alone (each takes minutes at full size). */
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
 const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
@@ -59,6 +60,13 @@ interface Daemon {
   /** Docker API requests crishim made so far, counted by the proxy it talks through. */
   dockerRequests(): number;
   closeProxy(): void;
+}
+
+/** Node flags on a script's `#!/usr/bin/env -S node <flags>` line. */
+function shebangFlags(script: string): string[] {
+  const first = readFileSync(script, 'utf8').split('\n', 1)[0];
+  const m = /^#!\S*env -S node((?: --\S+)*)\s*$/.exec(first);
+  return m ? m[1].trim().split(/\s+/).filter(Boolean) : [];
 }
 
 /** The engine the bench measures: DOCKER_HOST's socket when it names one (a private dockerd), else the default. */
@@ -102,8 +110,11 @@ async function startDaemon(): Promise<Daemon> {
   await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
   const socket = path.join(dir, 'crishim.sock');
   const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'));
+  const main = path.join(REPO, 'dist', 'main.js');
+  // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(process.execPath, [
-    path.join(REPO, 'dist', 'main.js'),
+    ...shebangFlags(main),
+    main,
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
     '--cni-conf-dir', confDir,
@@ -298,13 +309,11 @@ async function memory(d: Daemon): Promise<void> {
 async function main(): Promise<void> {
   const d = await startDaemon();
   try {
-    if (!ONLY) {
-      await overhead(d);
-      await concurrent(d);
-      await lists(d);
-      await memory(d);
-    }
-    if (!ONLY || ONLY === 'kubelet-load') await kubeletLoad(
+    if (wanted('overhead')) await overhead(d);
+    if (wanted('concurrent')) await concurrent(d);
+    if (wanted('lists')) await lists(d);
+    if (wanted('memory')) await memory(d);
+    if (wanted('kubelet-load')) await kubeletLoad(
       {
         pid: d.proc.pid ?? 0,
         call: (method, req) => rpc(d, method, req),
