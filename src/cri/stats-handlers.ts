@@ -37,7 +37,7 @@ export type StatsHandlers = Required<
  */
 export function statsHandlers(
   deps: ServiceDeps,
-  collector: StatsCollector = createStatsCollector(deps.docker, deps.logger, { view: deps.state }),
+  collector: StatsCollector = createStatsCollector(deps.docker, deps.logger, { view: deps.state, reuseMs: 500 }),
 ): StatsHandlers {
   /** fs_id of writable layers: Docker's data root, from the cached `docker info`. */
   const mountpoint = (): string => deps.engine.current().dockerRootDir ?? '/var/lib/docker';

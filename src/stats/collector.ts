@@ -56,6 +56,11 @@ export interface CollectorOptions {
   /** Pause before the second reading of a container seen for the first time. */
   settleMs?: number;
   concurrency?: number;
+  /**
+   * A container sampled this recently is not read again: the kubelet asks ListContainerStats and
+   * ListPodSandboxStats back to back, and both need the same containers. 0 (the default) always reads.
+   */
+  reuseMs?: number;
   /** The state view: container facts come from it instead of a Docker inspect (see facts.ts). */
   view?: CurrentInspects;
 }
@@ -118,14 +123,26 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     return { id: t.id, timestamp, usage, nanoCores, writable: layer && { bytes: layer.bytes, inodes: layer.inodes }, facts: f };
   };
 
+  const reuseMs = opts.reuseMs ?? 0;
+  const recent = new Map<string, { at: number; running: boolean; sample: Sample }>();
+  const sampleOrReuse = async (t: Target, kind: 'container' | 'sandbox'): Promise<Sample> => {
+    const now = Date.now();
+    const r = recent.get(t.id);
+    if (r && r.running === t.running && now - r.at < reuseMs) return r.sample;
+    const s = await sampleOne(t, kind);
+    if (reuseMs > 0) recent.set(t.id, { at: now, running: t.running, sample: s });
+    return s;
+  };
+
   /** Samples, then re-samples after `settleMs` those without a previous CPU reading. */
   const settled = async (targets: Target[], kind: 'container' | 'sandbox', signal?: AbortSignal): Promise<Sample[]> => {
     const firstSight = new Set(targets.filter((t) => t.running && !rates.has(t.id)).map((t) => t.id));
-    const out = await mapLimit(targets, concurrency, (t) => sampleOne(t, kind));
+    const out = await mapLimit(targets, concurrency, (t) => sampleOrReuse(t, kind));
     const again = out.filter((s) => firstSight.has(s.id) && s.usage.cpuUsageNanos !== undefined);
     if (again.length === 0 || settleMs <= 0) return out;
     await sleep(settleMs, signal);
     const redo = new Map((await mapLimit(again, concurrency, (s) => sampleOne({ id: s.id, running: true }, kind))).map((s) => [s.id, s]));
+    if (reuseMs > 0) for (const s of redo.values()) recent.set(s.id, { at: Date.now(), running: true, sample: s });
     return out.map((s) => redo.get(s.id) ?? s);
   };
 
@@ -190,6 +207,7 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     retain(ids, kind = 'container') {
       const keep = (id: string): boolean => kinds.get(id) !== kind || ids.has(id);
       facts.forget(keep);
+      for (const id of [...recent.keys()]) if (!keep(id)) recent.delete(id);
       layers.forget(keep);
       rates.prune((key) => (key.startsWith('pod:') ? kind !== 'sandbox' || ids.has(key.slice(4)) : keep(key)));
       for (const [id, k] of [...kinds]) {

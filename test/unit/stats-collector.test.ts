@@ -262,3 +262,19 @@ describe('stats collector over the state view', () => {
     expect(viewGets.length).toBe(3);
   });
 });
+
+describe('stats collector sample reuse', () => {
+  it('reuses a container sampled within reuseMs (a stats round), and reads again after it', async () => {
+    await tree(cgRoot, v1(`/docker/${C1}`, 5, 1000));
+    await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const { docker } = fakeDocker(new Map([[C1, { pid: 101 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0, reuseMs: 300 });
+    const [a] = await col.containers([{ id: C1, running: true }]);
+    await tree(cgRoot, { [`memory/docker/${C1}/memory.usage_in_bytes`]: '2000\n' });
+    const [b] = await col.containers([{ id: C1, running: true }]);
+    expect(b.usage.memoryUsage).toBe(a.usage.memoryUsage);
+    await new Promise((r) => setTimeout(r, 350));
+    const [c] = await col.containers([{ id: C1, running: true }]);
+    expect(c.usage.memoryUsage).toBe(2000);
+  });
+});
