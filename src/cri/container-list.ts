@@ -1,6 +1,6 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { summaryOf, type ListedContainer } from '../state/summary';
+import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { containerMetadata, criState } from './container-status';
 import { CREATED_LABEL, matchesSelector, SANDBOX_ID_LABEL, splitLabels, TYPE_CONTAINER, TYPE_LABEL } from './labels';
 import { secondsToNanos } from './time';
@@ -8,7 +8,9 @@ import { secondsToNanos } from './time';
 type CriContainer = NonNullable<RuntimeRes<'ListContainers'>['containers']>[number];
 type Filter = RuntimeReq<'ListContainers'>['filter'];
 
-function fromDocker(c: ListedContainer): CriContainer {
+const fromDocker = memoized(toCri);
+
+function toCri(c: ListedContainer): CriContainer {
   const split = splitLabels(c.Labels);
   return {
     id: c.Id,
@@ -27,7 +29,12 @@ function fromDocker(c: ListedContainer): CriContainer {
 /** CRI containers, from the state view when there is one, else from one Docker list call (filters pushed down). */
 async function dockerContainers(deps: ServiceDeps, filter: Filter): Promise<ListedContainer[]> {
   if (deps.state) {
-    return (await deps.state.list()).filter((c) => c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER).map(summaryOf);
+    // the cheap filters first: the kubelet's per-pod sync asks for one pod's containers
+    const pod = filter?.pod_sandbox_id ?? '';
+    const id = filter?.id ?? '';
+    return (await deps.state.list())
+      .filter((c) => c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER && c.Id.startsWith(id) && (c.Config.Labels[SANDBOX_ID_LABEL] ?? '').startsWith(pod))
+      .map(summaryOf);
   }
   const labels = [`${TYPE_LABEL}=${TYPE_CONTAINER}`];
   // a full id can be pushed down to Docker; a prefix is matched below

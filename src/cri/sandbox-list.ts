@@ -1,6 +1,6 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { summaryOf, type ListedContainer } from '../state/summary';
+import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { CREATED_LABEL, matchesSelector, RUNTIME_HANDLER_LABEL, splitLabels, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { metadataFromLabels } from './sandbox-lookup';
 import { secondsToNanos } from './time';
@@ -8,7 +8,9 @@ import { secondsToNanos } from './time';
 type PodSandbox = NonNullable<RuntimeRes<'ListPodSandbox'>['items']>[number];
 type Filter = RuntimeReq<'ListPodSandbox'>['filter'];
 
-function fromDocker(c: ListedContainer): PodSandbox {
+const fromDocker = memoized(toCri);
+
+function toCri(c: ListedContainer): PodSandbox {
   const split = splitLabels(c.Labels);
   return {
     id: c.Id,
