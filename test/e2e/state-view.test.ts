@@ -88,6 +88,8 @@ describe('changes made behind crishim’s back', () => {
 
   it('docker kill, docker rm -f and docker stop of the pause container show in List and Status at once, with one event each', async () => {
     const sub = subscribe(h);
+    // the first subscriber starts crishim's own Docker subscription: give it time to be live
+    await new Promise((r) => setTimeout(r, 500));
     const { pod, ctr } = await runPod(h, 'behind-back');
     await waitFor('the started event', () => typesOf(sub.events, ctr).includes('STARTED'));
     // the view has it (first lists after the start)
@@ -148,7 +150,7 @@ describe('changes made behind crishim’s back', () => {
 
   it('churn: containers that exit at once are listed and reported exactly once, in order', async () => {
     const sub = subscribe(h);
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 500));
     const { pod, config } = await runPod(h, 'churn');
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -240,6 +242,7 @@ describe('across a Docker Engine restart', () => {
   it('List, Status and events stay right through a restart, and changes after it show at once', async () => {
     const crishim = h as Crishim;
     const sub = subscribe(crishim);
+    await new Promise((r) => setTimeout(r, 500));
     const { pod, ctr } = await runPod(crishim, 'restart');
     await waitFor('the started event', () => typesOf(sub.events, ctr).includes('STARTED'));
 
