@@ -4,11 +4,13 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load)
  *
- * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh.
+ * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
+ * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { promises as fsp, existsSync } from 'fs';
+import { promises as fsp, existsSync, readFileSync } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
@@ -17,15 +19,21 @@ import * as protoLoader from '@grpc/proto-loader';
 import Docker from 'dockerode';
 import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
+import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
+import { kubeletLoad } from './kubelet-load';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const SMOKE = process.argv.includes('--smoke');
+/** `--only=memory,kubelet-load` runs those sections alone (each takes minutes at full size). */
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
 const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
 
 const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
+const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
 
 type Row = [string, string, string, string];
 const rows: Row[] = [];
@@ -47,10 +55,24 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
 interface Daemon {
   proc: ChildProcess;
   runtime: RuntimeServiceClient;
+  image: ImageServiceClient;
   dir: string;
   /** Docker API requests crishim made so far, counted by the proxy it talks through. */
   dockerRequests(): number;
   closeProxy(): void;
+}
+
+/** Node flags on a script's `#!/usr/bin/env -S node <flags>` line. */
+function shebangFlags(script: string): string[] {
+  const first = readFileSync(script, 'utf8').split('\n', 1)[0];
+  const m = /^#!\S*env -S node((?: --\S+)*)\s*$/.exec(first);
+  return m ? m[1].trim().split(/\s+/).filter(Boolean) : [];
+}
+
+/** The engine the bench measures: DOCKER_HOST's socket when it names one (a private dockerd), else the default. */
+function dockerSocket(): string {
+  const host = process.env.DOCKER_HOST ?? '';
+  return host.startsWith('unix://') ? host.slice('unix://'.length) : '/var/run/docker.sock';
 }
 
 /**
@@ -62,7 +84,7 @@ async function dockerProxy(socketPath: string): Promise<{ count(): number; close
   let requests = 0;
   const REQUEST_LINE = /(?:GET|POST|PUT|DELETE|HEAD) \/\S* HTTP\/1\.[01]\r\n/g;
   const server = net.createServer((client) => {
-    const upstream = net.connect('/var/run/docker.sock');
+    const upstream = net.connect(dockerSocket());
     client.on('data', (c: Buffer) => {
       requests += (c.toString('latin1').match(REQUEST_LINE) ?? []).length;
       upstream.write(c);
@@ -88,8 +110,11 @@ async function startDaemon(): Promise<Daemon> {
   await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
   const socket = path.join(dir, 'crishim.sock');
   const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'));
+  const main = path.join(REPO, 'dist', 'main.js');
+  // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(process.execPath, [
-    path.join(REPO, 'dist', 'main.js'),
+    ...shebangFlags(main),
+    main,
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
     '--cni-conf-dir', confDir,
@@ -102,9 +127,10 @@ async function startDaemon(): Promise<Daemon> {
   const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
   const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+  const image = new proto.runtime.v1.ImageService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as ImageServiceClient;
   for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
   if (!existsSync(socket)) throw new Error(`crishim did not start; log: ${log}`);
-  return { proc, runtime, dir, dockerRequests: proxy.count, closeProxy: proxy.close };
+  return { proc, runtime, image, dir, dockerRequests: proxy.count, closeProxy: proxy.close };
 }
 
 function rpc<T>(d: Daemon, method: string, req: unknown): Promise<T> {
@@ -283,13 +309,27 @@ async function memory(d: Daemon): Promise<void> {
 async function main(): Promise<void> {
   const d = await startDaemon();
   try {
-    await overhead(d);
-    await concurrent(d);
-    await lists(d);
-    await memory(d);
+    if (wanted('overhead')) await overhead(d);
+    if (wanted('concurrent')) await concurrent(d);
+    if (wanted('lists')) await lists(d);
+    if (wanted('memory')) await memory(d);
+    if (wanted('kubelet-load')) await kubeletLoad(
+      {
+        pid: d.proc.pid ?? 0,
+        call: (method, req) => rpc(d, method, req),
+        imageFsInfo: () => new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
+        runPod: () => runPodWithApp(d, false),
+        removePod: (id) => removePod(d, id),
+        dockerRequests: d.dockerRequests,
+      },
+      docker,
+      loadSizes,
+      record,
+    );
   } finally {
     d.proc.kill('SIGTERM');
     d.runtime.close();
+    d.image.close();
     d.closeProxy();
     try {
       execFileSync('ip', ['link', 'del', 'crishimbench0'], { stdio: 'ignore' });

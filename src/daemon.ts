@@ -19,6 +19,8 @@ import { listContainers } from './cri/container-list';
 import { listSandboxes } from './cri/sandbox-list';
 import { reconcile, startNetworkJanitor } from './cri/recovery';
 import { nowNanos } from './cri/time';
+import { createStateStore } from './state/store';
+import { watchContainerMutations } from './state/mutations';
 
 /** dockershim's value for pause containers: the pod's last process to be OOM-killed. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
@@ -68,7 +70,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
   const ownPorts = new Set<number>();
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts };
+  // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
+  const state = createStateStore(client.api, logger);
+  watchContainerMutations(client.api, (ref) => state.invalidate(ref));
+  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   const logs = createLogManager(client.api, logger);
@@ -109,6 +114,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       logs.closeAll();
       network.close();
       engine.close();
+      state.close();
     },
   };
 }

@@ -149,15 +149,15 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
     containers_statuses: [],
   };
   if (!sandboxId) return out;
+  // the view may not have heard of this event yet: make it ask Docker, as the old per-event inspect did
+  deps.state?.invalidate(ev.Actor.ID);
   const rec = await findSandbox(deps, sandboxId).catch(() => undefined);
   if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(() => null);
   const members = await sandboxMembers(deps, sandboxId).catch(() => []);
   const statuses = await Promise.all(
     members.map((m) =>
-      deps.docker
-        .getContainer(m.Id)
-        .inspect()
-        .then(statusFromInspect)
+      (deps.state ? deps.state.get(m.Id) : deps.docker.getContainer(m.Id).inspect())
+        .then((info) => (info ? statusFromInspect(info) : undefined))
         .catch(() => undefined),
     ),
   );

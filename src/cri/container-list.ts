@@ -1,6 +1,6 @@
-import type Docker from 'dockerode';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { containerMetadata, criState } from './container-status';
 import { CREATED_LABEL, matchesSelector, SANDBOX_ID_LABEL, splitLabels, TYPE_CONTAINER, TYPE_LABEL } from './labels';
 import { secondsToNanos } from './time';
@@ -8,7 +8,9 @@ import { secondsToNanos } from './time';
 type CriContainer = NonNullable<RuntimeRes<'ListContainers'>['containers']>[number];
 type Filter = RuntimeReq<'ListContainers'>['filter'];
 
-function fromDocker(c: Docker.ContainerInfo): CriContainer {
+const fromDocker = memoized(toCri);
+
+function toCri(c: ListedContainer): CriContainer {
   const split = splitLabels(c.Labels);
   return {
     id: c.Id,
@@ -24,14 +26,27 @@ function fromDocker(c: Docker.ContainerInfo): CriContainer {
   };
 }
 
-/** All CRI containers matching a filter, from one Docker list call (filters pushed down where Docker has them). */
-export async function listContainers(deps: ServiceDeps, filter: Filter): Promise<CriContainer[]> {
+/** CRI containers, from the state view when there is one, else from one Docker list call (filters pushed down). */
+async function dockerContainers(deps: ServiceDeps, filter: Filter): Promise<ListedContainer[]> {
+  if (deps.state) {
+    // the cheap filters first: the kubelet's per-pod sync asks for one pod's containers
+    const pod = filter?.pod_sandbox_id ?? '';
+    const id = filter?.id ?? '';
+    return (await deps.state.list())
+      .filter((c) => c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER && c.Id.startsWith(id) && (c.Config.Labels[SANDBOX_ID_LABEL] ?? '').startsWith(pod))
+      .map(summaryOf);
+  }
   const labels = [`${TYPE_LABEL}=${TYPE_CONTAINER}`];
   // a full id can be pushed down to Docker; a prefix is matched below
   if (filter?.pod_sandbox_id?.length === 64) labels.push(`${SANDBOX_ID_LABEL}=${filter.pod_sandbox_id}`);
   const dockerFilters: Record<string, string[]> = { label: labels };
   if (filter?.id) dockerFilters.id = [filter.id];
-  const items = (await deps.docker.listContainers({ all: true, filters: dockerFilters })).map(fromDocker);
+  return deps.docker.listContainers({ all: true, filters: dockerFilters });
+}
+
+/** All CRI containers matching a filter. */
+export async function listContainers(deps: ServiceDeps, filter: Filter): Promise<CriContainer[]> {
+  const items = (await dockerContainers(deps, filter)).map(fromDocker);
   return items.filter((c) => {
     if (filter?.id && !(c.id ?? '').startsWith(filter.id)) return false;
     if (filter?.pod_sandbox_id && !(c.pod_sandbox_id ?? '').startsWith(filter.pod_sandbox_id)) return false;

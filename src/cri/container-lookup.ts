@@ -6,7 +6,8 @@ import { TYPE_CONTAINER, TYPE_LABEL } from './labels';
 /** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
 export async function findContainer(deps: ServiceDeps, id: string): Promise<Docker.ContainerInspectInfo | undefined> {
   try {
-    const info = await deps.docker.getContainer(id).inspect();
+    const info = deps.state ? await deps.state.get(id) : await deps.docker.getContainer(id).inspect();
+    if (!info) return undefined;
     return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;

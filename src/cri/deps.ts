@@ -4,6 +4,7 @@ import type { DockerApi } from '../docker/client';
 import type { EngineInfo } from '../docker/engine-info';
 import type { Logger } from '../logging/logger';
 import type { NetworkPlugin } from '../network/types';
+import type { StateStore } from '../state/store';
 
 /** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
 export interface ServiceDeps {
@@ -22,4 +23,6 @@ export interface ServiceDeps {
    * start: a pod's hostPort there would capture another pod's exec/attach traffic.
    */
   ownPorts?: Set<number>;
+  /** The event-fed view List and Status read (src/state/); without it they ask Docker each time. */
+  state?: StateStore;
 }

@@ -1,6 +1,6 @@
-import type Docker from 'dockerode';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { CREATED_LABEL, matchesSelector, RUNTIME_HANDLER_LABEL, splitLabels, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { metadataFromLabels } from './sandbox-lookup';
 import { secondsToNanos } from './time';
@@ -8,7 +8,9 @@ import { secondsToNanos } from './time';
 type PodSandbox = NonNullable<RuntimeRes<'ListPodSandbox'>['items']>[number];
 type Filter = RuntimeReq<'ListPodSandbox'>['filter'];
 
-function fromDocker(c: Docker.ContainerInfo): PodSandbox {
+const fromDocker = memoized(toCri);
+
+function toCri(c: ListedContainer): PodSandbox {
   const split = splitLabels(c.Labels);
   return {
     id: c.Id,
@@ -28,11 +30,21 @@ function matches(s: PodSandbox, filter: Filter): boolean {
   return matchesSelector(s.labels ?? {}, filter.label_selector);
 }
 
-/** Every sandbox: one Docker list call, plus checkpoints whose pause container is gone (NOTREADY). */
-export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<PodSandbox[]> {
+/** Pause containers, from the state view when there is one, else from one Docker list call. */
+async function pauseContainers(deps: ServiceDeps, idPrefix: string): Promise<ListedContainer[]> {
+  if (deps.state) {
+    return (await deps.state.list())
+      .filter((c) => c.Config.Labels?.[TYPE_LABEL] === TYPE_SANDBOX && c.Id.startsWith(idPrefix))
+      .map(summaryOf);
+  }
   const dockerFilters: Record<string, string[]> = { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] };
-  if (filter?.id) dockerFilters.id = [filter.id];
-  const containers = await deps.docker.listContainers({ all: true, filters: dockerFilters });
+  if (idPrefix) dockerFilters.id = [idPrefix];
+  return deps.docker.listContainers({ all: true, filters: dockerFilters });
+}
+
+/** Every sandbox: its pause container, plus checkpoints whose pause container is gone (NOTREADY). */
+export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<PodSandbox[]> {
+  const containers = await pauseContainers(deps, filter?.id ?? '');
   const items = containers.map(fromDocker);
   const seen = new Set(items.map((s) => s.id));
   for (const id of await deps.checkpoints.list()) {

@@ -40,7 +40,7 @@ export function isSandboxContainer(labels: Record<string, string> | undefined): 
 export async function findSandbox(deps: ServiceDeps, idOrPrefix: string): Promise<SandboxRecord | undefined> {
   let container: Docker.ContainerInspectInfo | undefined;
   try {
-    container = await deps.docker.getContainer(idOrPrefix).inspect();
+    container = deps.state ? await deps.state.get(idOrPrefix) : await deps.docker.getContainer(idOrPrefix).inspect();
   } catch (err) {
     if (!isDockerNotFound(err)) throw toCriError(err, `inspect pod sandbox ${idOrPrefix}`);
   }

@@ -1,7 +1,7 @@
-import type Docker from 'dockerode';
 import { isDockerNotFound, notFound, toCriError } from '../server/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { summaryOf, type ListedContainer } from '../state/summary';
 import { CREATED_LABEL, SANDBOX_ID_LABEL } from './labels';
 import { findSandbox, recordMetadata, type SandboxRecord } from './sandbox-lookup';
 import { cniPortMappings } from './sandbox-run';
@@ -18,7 +18,8 @@ export function isHostNetwork(rec: SandboxRecord): boolean {
 }
 
 /** Docker containers (not the pause one) that belong to a sandbox. */
-export async function sandboxMembers(deps: ServiceDeps, sandboxId: string): Promise<Docker.ContainerInfo[]> {
+export async function sandboxMembers(deps: ServiceDeps, sandboxId: string): Promise<ListedContainer[]> {
+  if (deps.state) return (await deps.state.list()).filter((c) => c.Config.Labels?.[SANDBOX_ID_LABEL] === sandboxId).map(summaryOf);
   return deps.docker.listContainers({ all: true, filters: { label: [`${SANDBOX_ID_LABEL}=${sandboxId}`] } });
 }
 
@@ -57,23 +58,32 @@ export function stopPodSandbox(deps: ServiceDeps) {
     const rec = await findSandbox(deps, id);
     if (!rec) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: rec.id });
-    // network first: the netns is still held by the running pause process
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await tearDownNetwork(deps, rec, ctx);
-        break;
-      } catch (err) {
-        if (attempt >= DEL_ATTEMPTS || ctx.signal.aborted) {
-          throw toCriError(err, `StopPodSandbox ${rec.id}: tear down pod network (${attempt} attempts)`);
+    const network = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await tearDownNetwork(deps, rec, ctx);
+        } catch (err) {
+          if (attempt >= DEL_ATTEMPTS || ctx.signal.aborted) {
+            throw toCriError(err, `StopPodSandbox ${rec.id}: tear down pod network (${attempt} attempts)`);
+          }
+          ctx.log.warn('CNI DEL failed; retrying', { attempt, error: (err as Error).message });
+          await new Promise((r) => setTimeout(r, 200 * attempt));
         }
-        ctx.log.warn('CNI DEL failed; retrying', { attempt, error: (err as Error).message });
-        await new Promise((r) => setTimeout(r, 200 * attempt));
       }
-    }
+    })();
+    // CRI: containers still running at this point are terminated at once. They do not hold
+    // the netns (the pause process does), so this runs beside the CNI DEL instead of after it.
+    const members = (async () => {
+      const all = await sandboxMembers(deps, rec.id);
+      await Promise.all(all.filter((c) => c.State === 'running').map((c) => stopQuietly(deps, c.Id, 0)));
+    })().catch((err: unknown) => {
+      throw toCriError(err, `StopPodSandbox ${rec.id}: stop containers`);
+    });
+    const [net, ctrs] = await Promise.allSettled([network, members]);
+    if (net.status === 'rejected') throw net.reason;
+    if (ctrs.status === 'rejected') throw ctrs.reason;
+    // network first: the netns is held by the pause process until now
     try {
-      const members = await sandboxMembers(deps, rec.id);
-      // CRI: containers still running at this point are terminated at once
-      await Promise.all(members.filter((c) => c.State === 'running').map((c) => stopQuietly(deps, c.Id, 0)));
       if (rec.container) await stopQuietly(deps, rec.id, SANDBOX_STOP_GRACE_SECONDS);
     } catch (err) {
       throw toCriError(err, `StopPodSandbox ${rec.id}`);

@@ -29,12 +29,16 @@ export type StatsHandlers = Required<
 >;
 
 /**
- * Stats and metrics RPCs. Every RPC costs one Docker list call (two for pod
- * RPCs: sandboxes and containers); the rest is cgroup and /proc files and a
- * cached per-container inspect (see stats/facts.ts), so dockerd does no work
- * per container, unlike `docker stats` (cri-dockerd issue 135).
+ * Stats and metrics RPCs. The containers and their facts (pid, cgroup parent,
+ * upper dir) come from the state view, so no RPC calls Docker in the steady
+ * state; the rest is cgroup and /proc files (cgroup paths read once per process
+ * start, see stats/facts.ts), so dockerd does no work per container, unlike
+ * `docker stats` (cri-dockerd issue 135).
  */
-export function statsHandlers(deps: ServiceDeps, collector: StatsCollector = createStatsCollector(deps.docker, deps.logger)): StatsHandlers {
+export function statsHandlers(
+  deps: ServiceDeps,
+  collector: StatsCollector = createStatsCollector(deps.docker, deps.logger, { view: deps.state, reuseMs: 500 }),
+): StatsHandlers {
   /** fs_id of writable layers: Docker's data root, from the cached `docker info`. */
   const mountpoint = (): string => deps.engine.current().dockerRootDir ?? '/var/lib/docker';
 

@@ -28,6 +28,10 @@ export interface FollowOptions {
    * starts there, so nothing that happens between that read and the subscription is lost.
    */
   beforeSubscribe?: (reconnect: boolean) => Promise<number | void>;
+  /** Runs once Docker accepted a subscription: events from here on will arrive. */
+  onSubscribed?: (reconnect: boolean) => void;
+  /** Runs when a subscription broke: events may be lost until the next onSubscribed. */
+  onDisconnect?: (reason: string) => void;
 }
 
 /**
@@ -43,7 +47,11 @@ export function followDockerEvents(
   opts: FollowOptions = {},
 ): EventSource {
   let closed = false;
+  // the newest event time seen: the next subscription's `since` (whole seconds) is taken from it
   let lastNano = 0;
+  // events before this were already reflected by the caller's list (first subscription only)
+  let floorNano = 0;
+  const replays = createReplayFilter();
   let subscribedOnce = false;
   let current: { destroy(): void } | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -53,15 +61,17 @@ export function followDockerEvents(
     try {
       const readAt = await opts.beforeSubscribe?.(subscribedOnce);
       if (closed) return;
-      if (!lastNano && typeof readAt === 'number') lastNano = readAt;
+      if (!lastNano && typeof readAt === 'number') lastNano = floorNano = readAt;
       const since = lastNano ? String(Math.floor(lastNano / 1e9)) : undefined;
       const stream = (await docker.getEvents({
         since: since as unknown as number,
         filters,
       })) as NodeJS.ReadableStream & { destroy(): void };
+      const reconnect = subscribedOnce;
       subscribedOnce = true;
       current = stream;
       if (closed) return stream.destroy();
+      opts.onSubscribed?.(reconnect);
       let pending = '';
       stream.on('data', (chunk: Buffer) => {
         pending += chunk.toString('utf8');
@@ -76,9 +86,12 @@ export function followDockerEvents(
           } catch {
             continue;
           }
-          // `since` has one-second resolution: skip what we already delivered
-          if (ev.timeNano && ev.timeNano <= lastNano) continue;
-          lastNano = ev.timeNano || lastNano;
+          if (ev.timeNano && ev.timeNano <= floorNano) continue;
+          // `since` has one-second resolution: a resubscription replays part of what was
+          // delivered. Events can also arrive slightly out of time order (dockerd stamps
+          // before it publishes), so only an exact replay is skipped, never an older event.
+          if (!replays.fresh(ev)) continue;
+          lastNano = Math.max(lastNano, ev.timeNano || 0);
           onEvent(ev);
         }
       });
@@ -86,6 +99,7 @@ export function followDockerEvents(
         if (closed || current !== stream) return;
         current = undefined;
         logger.warn('docker event stream ended; resubscribing', { reason: why, filters });
+        opts.onDisconnect?.(why);
         schedule();
       };
       stream.on('end', () => again('end'));
@@ -110,6 +124,31 @@ export function followDockerEvents(
       closed = true;
       if (retry) clearTimeout(retry);
       current?.destroy();
+    },
+  };
+}
+
+/**
+ * Remembers the (id, action, timeNano) of delivered events from the newest whole
+ * second on, the part a resubscription `since` that second can replay; older keys
+ * are dropped, so memory stays bounded by one second of events.
+ */
+export function createReplayFilter(): { fresh(ev: DockerEvent): boolean } {
+  const seen = new Map<string, number>();
+  let windowStart = 0;
+  return {
+    fresh(ev) {
+      if (!ev.timeNano) return true;
+      const key = `${ev.Actor?.ID ?? ''}|${ev.Action}|${ev.timeNano}`;
+      if (seen.has(key)) return false;
+      seen.set(key, ev.timeNano);
+      // a replay starts at floor(newest / 1 s): keys before that can never come back
+      const start = Math.floor(ev.timeNano / 1e9) * 1e9;
+      if (start > windowStart) {
+        windowStart = start;
+        for (const [k, t] of seen) if (t < windowStart) seen.delete(k);
+      }
+      return true;
     },
   };
 }

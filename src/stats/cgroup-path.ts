@@ -1,4 +1,5 @@
-import { promises as fsp } from 'fs';
+import { promises as fsp, readdirSync } from 'fs';
+import { readTextSync } from './files';
 import * as path from 'path';
 
 /**
@@ -70,7 +71,8 @@ export async function controllerDir(cg: CgroupPaths, controller: string, root = 
 /** Names of the child cgroups of a cgroup (in the memory hierarchy on v1). */
 export async function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<string[] | undefined> {
   try {
-    const entries = await fsp.readdir(await controllerDir(cg, 'memory', root), { withFileTypes: true });
+    // a cgroupfs directory: read synchronously, as the files (see files.ts)
+    const entries = readdirSync(await controllerDir(cg, 'memory', root), { withFileTypes: true });
     return entries.filter((e) => e.isDirectory()).map((e) => e.name);
   } catch {
     return undefined;
@@ -79,10 +81,6 @@ export async function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT):
 
 /** Reads /proc/<pid>/cgroup; undefined when the process is gone. */
 export async function readProcCgroup(pid: number, proc = '/proc'): Promise<{ text: string; paths: CgroupPaths } | undefined> {
-  try {
-    const text = await fsp.readFile(path.join(proc, String(pid), 'cgroup'), 'utf8');
-    return { text, paths: parseProcCgroup(text) };
-  } catch {
-    return undefined;
-  }
+  const text = readTextSync(path.join(proc, String(pid), 'cgroup'));
+  return text === undefined ? undefined : { text, paths: parseProcCgroup(text) };
 }

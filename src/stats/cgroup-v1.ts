@@ -8,18 +8,46 @@ import { realLimit, workingSet, type CgroupUsage } from './usage';
  * descendants (what a pod cgroup needs); the plain keys are the fallback for
  * kernels that lack them.
  */
-export async function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<CgroupUsage> {
+/** A cgroup's file names, worked out once per CgroupPaths (the facts cache keeps the same object for a container's life). */
+const filesOf = new WeakMap<CgroupPaths, Promise<V1Files>>();
+interface V1Files {
+  cpu: string;
+  usage: string;
+  limit: string;
+  stat: string;
+  pids: string;
+  procs: string;
+}
+
+async function v1Files(cg: CgroupPaths, root: string): Promise<V1Files> {
   const [cpuDir, memDir, pidsDir] = await Promise.all([
     controllerDir(cg, 'cpuacct', root),
     controllerDir(cg, 'memory', root),
     controllerDir(cg, 'pids', root),
   ]);
+  return {
+    cpu: path.join(cpuDir, 'cpuacct.usage'),
+    usage: path.join(memDir, 'memory.usage_in_bytes'),
+    limit: path.join(memDir, 'memory.limit_in_bytes'),
+    stat: path.join(memDir, 'memory.stat'),
+    pids: path.join(pidsDir, 'pids.current'),
+    procs: path.join(cpuDir, 'cgroup.procs'),
+  };
+}
+
+export async function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<CgroupUsage> {
+  let files = root === DEFAULT_CGROUP_ROOT ? filesOf.get(cg) : undefined;
+  if (!files) {
+    files = v1Files(cg, root);
+    if (root === DEFAULT_CGROUP_ROOT) filesOf.set(cg, files);
+  }
+  const f = await files;
   const [cpu, usage, limit, memStat, pids] = await Promise.all([
-    readBigInt(path.join(cpuDir, 'cpuacct.usage')),
-    readNumber(path.join(memDir, 'memory.usage_in_bytes')),
-    readNumber(path.join(memDir, 'memory.limit_in_bytes')),
-    readText(path.join(memDir, 'memory.stat')),
-    readNumber(path.join(pidsDir, 'pids.current')),
+    readBigInt(f.cpu),
+    readNumber(f.usage),
+    readNumber(f.limit),
+    readText(f.stat),
+    readNumber(f.pids),
   ]);
   const ms = parseFlatKeyed(memStat);
   const pick = (k: string): number | undefined => ms.get(`total_${k}`) ?? ms.get(k);
@@ -31,6 +59,6 @@ export async function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): 
     rss: pick('rss'),
     pageFaults: pick('pgfault'),
     majorPageFaults: pick('pgmajfault'),
-    pids: pids ?? (await countLines(path.join(cpuDir, 'cgroup.procs'))),
+    pids: pids ?? (await countLines(f.procs)),
   };
 }

@@ -2,7 +2,7 @@ import type { DockerApi } from '../docker/client';
 import { log, type Logger } from '../logging/logger';
 import { childCgroups, DEFAULT_CGROUP_ROOT, keyPath, parentCgroup } from './cgroup-path';
 import { readCgroupUsage } from './cgroup';
-import { createFactsCache, type ContainerFacts } from './facts';
+import { createFactsCache, type ContainerFacts, type CurrentInspects } from './facts';
 import { readNetDev, type InterfaceUsage } from './netdev';
 import { mapLimit } from './pool';
 import { createRateTracker } from './rate';
@@ -56,6 +56,13 @@ export interface CollectorOptions {
   /** Pause before the second reading of a container seen for the first time. */
   settleMs?: number;
   concurrency?: number;
+  /**
+   * A container sampled this recently is not read again: the kubelet asks ListContainerStats and
+   * ListPodSandboxStats back to back, and both need the same containers. 0 (the default) always reads.
+   */
+  reuseMs?: number;
+  /** The state view: container facts come from it instead of a Docker inspect (see facts.ts). */
+  view?: CurrentInspects;
 }
 
 const wallNanos = (): string => (BigInt(Date.now()) * 1_000_000n).toString();
@@ -92,22 +99,18 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;
   const proc = opts.procRoot ?? '/proc';
-  const facts = createFactsCache(docker, logger, proc);
+  const facts = createFactsCache(docker, logger, proc, opts.view);
   const rates = createRateTracker();
   const layers = createLayerUsageCache();
   const kinds = new Map<string, 'container' | 'sandbox'>();
   const sources = new Map<string, PodSample['source']>();
 
-  const layerUsage = async (id: string, dir: string | undefined): Promise<LayerUsage | undefined> => {
+  /** The last walk of the writable layer (never waited for: a container seen for the first time reports 0 until it is done). */
+  const layerUsage = (id: string, dir: string | undefined): LayerUsage | undefined => {
     if (!dir) return undefined;
-    try {
-      const u = await layers.get(id, dir);
-      if (u.truncated) logger.debug('stats: writable layer walk hit its bound', { containerId: id, inodes: u.inodes });
-      return u;
-    } catch (err) {
-      logger.debug('stats: cannot measure writable layer', { containerId: id, error: (err as Error).message });
-      return undefined;
-    }
+    const u = layers.latest(id, dir);
+    if (u?.truncated) logger.debug('stats: writable layer walk hit its bound', { containerId: id, inodes: u.inodes });
+    return u;
   };
 
   const sampleOne = async (t: Target, kind: 'container' | 'sandbox'): Promise<Sample> => {
@@ -116,18 +119,30 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     const timestamp = wallNanos();
     const usage = f?.cgroup ? await readCgroupUsage(f.cgroup, root) : {};
     const nanoCores = usage.cpuUsageNanos !== undefined ? rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
-    const layer = kind === 'container' ? await layerUsage(t.id, f?.upperDir) : undefined;
+    const layer = kind === 'container' ? layerUsage(t.id, f?.upperDir) : undefined;
     return { id: t.id, timestamp, usage, nanoCores, writable: layer && { bytes: layer.bytes, inodes: layer.inodes }, facts: f };
+  };
+
+  const reuseMs = opts.reuseMs ?? 0;
+  const recent = new Map<string, { at: number; running: boolean; sample: Sample }>();
+  const sampleOrReuse = async (t: Target, kind: 'container' | 'sandbox'): Promise<Sample> => {
+    const now = Date.now();
+    const r = recent.get(t.id);
+    if (r && r.running === t.running && now - r.at < reuseMs) return r.sample;
+    const s = await sampleOne(t, kind);
+    if (reuseMs > 0) recent.set(t.id, { at: now, running: t.running, sample: s });
+    return s;
   };
 
   /** Samples, then re-samples after `settleMs` those without a previous CPU reading. */
   const settled = async (targets: Target[], kind: 'container' | 'sandbox', signal?: AbortSignal): Promise<Sample[]> => {
     const firstSight = new Set(targets.filter((t) => t.running && !rates.has(t.id)).map((t) => t.id));
-    const out = await mapLimit(targets, concurrency, (t) => sampleOne(t, kind));
+    const out = await mapLimit(targets, concurrency, (t) => sampleOrReuse(t, kind));
     const again = out.filter((s) => firstSight.has(s.id) && s.usage.cpuUsageNanos !== undefined);
     if (again.length === 0 || settleMs <= 0) return out;
     await sleep(settleMs, signal);
     const redo = new Map((await mapLimit(again, concurrency, (s) => sampleOne({ id: s.id, running: true }, kind))).map((s) => [s.id, s]));
+    if (reuseMs > 0) for (const s of redo.values()) recent.set(s.id, { at: Date.now(), running: true, sample: s });
     return out.map((s) => redo.get(s.id) ?? s);
   };
 
@@ -192,6 +207,7 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     retain(ids, kind = 'container') {
       const keep = (id: string): boolean => kinds.get(id) !== kind || ids.has(id);
       facts.forget(keep);
+      for (const id of [...recent.keys()]) if (!keep(id)) recent.delete(id);
       layers.forget(keep);
       rates.prune((key) => (key.startsWith('pod:') ? kind !== 'sandbox' || ids.has(key.slice(4)) : keep(key)));
       for (const [id, k] of [...kinds]) {

@@ -18,6 +18,11 @@ export interface ContainerFacts {
   hostNetwork: boolean;
 }
 
+/** A source of inspect answers kept current by Docker events (the state view): asking it costs no Docker call. */
+export interface CurrentInspects {
+  get(id: string): Promise<Docker.ContainerInspectInfo | undefined>;
+}
+
 export interface FactsCache {
   /**
    * Facts of a container, with live cgroup paths when it runs. `running` comes
@@ -29,7 +34,8 @@ export interface FactsCache {
   forget(keep: (id: string) => boolean): void;
 }
 
-export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/proc'): FactsCache {
+export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/proc', view?: CurrentInspects): FactsCache {
+  if (view) return createViewFacts(view, logger, proc);
   const cache = new Map<string, ContainerFacts>();
   const inFlight = new Map<string, Promise<ContainerFacts | undefined>>();
   /** Ids Docker said it does not know (a sandbox left only as a checkpoint): not asked again for a while. */
@@ -89,6 +95,52 @@ export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/pro
     },
     forget(keep) {
       for (const m of [cache, gone] as Array<Map<string, unknown>>) for (const k of [...m.keys()]) if (!keep(k)) m.delete(k);
+    },
+  };
+}
+
+function factsOf(info: Docker.ContainerInspectInfo, pid: number, read: { text: string; paths: CgroupPaths } | undefined): ContainerFacts {
+  return {
+    pid: read ? pid : 0,
+    cgroupText: read?.text,
+    cgroup: read?.paths,
+    upperDir: (info.GraphDriver?.Data as Record<string, string> | undefined)?.UpperDir,
+    cgroupParent: info.HostConfig?.CgroupParent ?? '',
+    hostNetwork: info.HostConfig?.NetworkMode === 'host',
+  };
+}
+
+/**
+ * Facts from the state view: its inspect is current (events re-inspect a container that
+ * starts, dies or restarts), so a container's cgroup paths are read from /proc once per
+ * start of its process, not once per call.
+ */
+function createViewFacts(view: CurrentInspects, logger: Logger, proc: string): FactsCache {
+  /** Per container: the process start the paths were read for, and the facts. */
+  const cache = new Map<string, { startedAt: string; facts: ContainerFacts }>();
+  return {
+    async resolve(id, running) {
+      let info: Docker.ContainerInspectInfo | undefined;
+      try {
+        info = await view.get(id);
+      } catch (err) {
+        logger.debug('stats: cannot look the container up', { containerId: id, error: (err as Error).message });
+      }
+      if (!info) {
+        cache.delete(id);
+        return undefined;
+      }
+      const pid = running && info.State.Running ? info.State.Pid : 0;
+      const known = cache.get(id);
+      if (known && known.startedAt === info.State.StartedAt && known.facts.pid === pid) return known.facts;
+      const read = pid > 0 ? await readProcCgroup(pid, proc) : undefined;
+      const facts = factsOf(info, pid, read);
+      // a process that vanished between the inspect and the read is not remembered
+      if (pid === 0 || read) cache.set(id, { startedAt: info.State.StartedAt, facts });
+      return facts;
+    },
+    forget(keep) {
+      for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);
     },
   };
 }

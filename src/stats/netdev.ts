@@ -1,4 +1,4 @@
-import { promises as fsp } from 'fs';
+import { readTextSync } from './files';
 
 export interface InterfaceUsage {
   name: string;
@@ -26,9 +26,6 @@ export function parseNetDev(text: string): InterfaceUsage[] {
 }
 
 export async function readNetDev(pid: number, proc = '/proc'): Promise<InterfaceUsage[] | undefined> {
-  try {
-    return parseNetDev(await fsp.readFile(`${proc}/${pid}/net/dev`, 'utf8'));
-  } catch {
-    return undefined;
-  }
+  const text = readTextSync(`${proc}/${pid}/net/dev`);
+  return text === undefined ? undefined : parseNetDev(text);
 }

@@ -49,6 +49,11 @@ export async function walkUsage(dir: string, bounds: WalkBounds): Promise<LayerU
 export interface LayerUsageCache {
   /** Usage of `dir`: the first call waits for a walk; later ones get the last result, refreshed in the background once older than `ttlMs`. */
   get(key: string, dir: string): Promise<LayerUsage>;
+  /**
+   * The last result without waiting: undefined until a first walk finished (it is started
+   * here). Keeps the walk, a real directory tree on disk, out of the stats RPCs.
+   */
+  latest(key: string, dir: string): LayerUsage | undefined;
   forget(keep: (key: string) => boolean): void;
 }
 
@@ -58,11 +63,11 @@ export function createLayerUsageCache(
   const ttlMs = opts.ttlMs ?? 15_000;
   const bounds = opts.bounds ?? { maxEntries: 200_000, maxMs: 2_000 };
   const walk = opts.walk ?? walkUsage;
-  const cache = new Map<string, { at: number; dir: string; value: Promise<LayerUsage> }>();
+  const cache = new Map<string, { at: number; dir: string; value: Promise<LayerUsage>; result?: LayerUsage }>();
   const refresh = (key: string, dir: string): Promise<LayerUsage> => {
     const value = walk(dir, bounds);
     value.then(
-      () => cache.set(key, { at: Date.now(), dir, value }),
+      (result) => cache.set(key, { at: Date.now(), dir, value, result }),
       () => undefined, // a failed walk is not remembered
     );
     return value;
@@ -86,6 +91,15 @@ export function createLayerUsageCache(
         return hit.value;
       }
       return walkOnce(key, dir);
+    },
+    latest(key, dir) {
+      const hit = cache.get(key);
+      if (hit && hit.dir === dir) {
+        if (Date.now() - hit.at >= ttlMs) walkOnce(key, dir).catch(() => undefined);
+        return hit.result;
+      }
+      walkOnce(key, dir).catch(() => undefined);
+      return undefined;
     },
     forget(keep) {
       for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);

@@ -11,10 +11,18 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   process.stdout.write(out);
   expect(out).toMatch(/RunPodSandbox p50, host network vs raw create\+start +\| +[\d.]+ ms +\| +[\d.]+ ms +\| +[\d.]+/);
   expect(out).toMatch(/concurrent pods .* 0 failures, 0 leaks/);
-  // List RPCs cost one Docker call whatever the number of pods
-  expect(out).toMatch(/ListPodSandbox at 2 pods \(docker calls per RPC: 1; first call: \d+\)/);
-  expect(out).toMatch(/ListPodSandbox at 5 pods \(docker calls per RPC: 1; first call: \d+\)/);
-  expect(out).toMatch(/ListContainers at 5 pods \(docker calls per RPC: 1; first call: \d+\)/);
-  expect(out).toMatch(/ListContainerStats at 5 pods \(docker calls per RPC: 1; first call: \d+\)/);
+  // List RPCs answer from the state view: no Docker call whatever the number of pods
+  expect(out).toMatch(/ListPodSandbox at 2 pods \(docker calls per RPC: 0; first call: \d+\)/);
+  expect(out).toMatch(/ListPodSandbox at 5 pods \(docker calls per RPC: 0; first call: \d+\)/);
+  expect(out).toMatch(/ListContainers at 5 pods \(docker calls per RPC: 0; first call: \d+\)/);
+  expect(out).toMatch(/ListContainerStats at 5 pods \(docker calls per RPC: 0; first call: \d+\)/);
+  expect(out).toMatch(/kubelet load, 3 pods, 5 s: runtime CPU % \(\+ dockerd CPU %\) +\| [\d.]+ % \(\+ [\d.]+ %\) +\| - \(\+ [\d.]+ %\)/);
+  expect(out).toMatch(/kubelet load, 3 pods, 5 s: relist p50 \/ p99 +\| [\d.]+ ms \/ [\d.]+ ms +\| [\d.]+ ms \/ [\d.]+ ms/);
+  expect(out).toMatch(/kubelet load, 3 pods, 5 s: stats round p50 \/ p99 \(3 calls\) +\| [\d.]+ ms \/ [\d.]+ ms/);
+  expect(out).toMatch(/kubelet load, 3 pods, 5 s: runtime RSS after the load +\| [\d.]+ MiB/);
+  // relists and status calls cost no Docker call (a raw relist is two), and no call fails
+  const load = /kubelet load, 3 pods, 5 s: docker calls by crishim during the load \((\d+) relists\) +\| (\d+) +\| - +\| 0 errors/.exec(out);
+  expect(load).not.toBeNull();
+  expect(Number(load?.[2])).toBeLessThan(Number(load?.[1]));
   expect(out).toMatch(/daemon RSS idle \/ after 20 create\+remove cycles \(quarters: [\d., ]+ MiB\)/);
 });

@@ -125,8 +125,15 @@ describe('stats collector', () => {
     await tree(upper, { 'etc/hello': 'x'.repeat(10_000), 'tmp/a/b': 'y' });
     const { docker } = fakeDocker(new Map([[C1, { pid: 0, upperDir: upper }]]));
     const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
-    const [s] = await col.containers([{ id: C1, running: false }]);
-    expect(s.usage).toEqual({});
+    const [first] = await col.containers([{ id: C1, running: false }]);
+    expect(first.usage).toEqual({});
+    // the walk is never waited for: the first call only starts it
+    expect(first.writable).toBeUndefined();
+    let s = first;
+    for (let i = 0; i < 100 && !s.writable; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      [s] = await col.containers([{ id: C1, running: false }]);
+    }
     expect(s.writable?.inodes).toBe(5); // etc, etc/hello, tmp, tmp/a, tmp/a/b
     expect(s.writable?.bytes).toBeGreaterThanOrEqual(10_000);
   });
@@ -221,5 +228,53 @@ describe('cAdvisor metrics', () => {
     expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual(['POD', SB, '', 'ns', 'p', 'eth0']);
     // pod totals are container="" as in cAdvisor, so per-container sums do not count them
     expect(m.metrics?.find((x) => x.name === 'container_memory_working_set_bytes')?.label_values?.[0]).toBe('');
+  });
+});
+
+describe('stats collector over the state view', () => {
+  it('asks the view, never Docker, and reads a container’s cgroup paths once per start of its process', async () => {
+    const containers = new Map([[C1, { pid: 101 }]]);
+    const { docker, inspects } = fakeDocker(containers);
+    let startedAt = '2026-11-23T10:00:00Z';
+    const viewGets: string[] = [];
+    const view = {
+      get: async (id: string) => {
+        viewGets.push(id);
+        const c = containers.get(id);
+        return c && ({ Id: id, State: { Running: c.pid > 0, Pid: c.pid, StartedAt: startedAt }, HostConfig: {}, GraphDriver: { Data: {} } } as unknown as Docker.ContainerInspectInfo);
+      },
+    };
+    await tree(cgRoot, v1(`/docker/${C1}`, 5, 1000));
+    await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const procFile = path.join(proc, '101', 'cgroup');
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0, view });
+    const [a] = await col.containers([{ id: C1, running: true }]);
+    expect(a.usage.cpuUsageNanos).toBeDefined();
+    // the path is remembered: a vanished /proc entry does not matter while the process start is the same
+    await fsp.rm(procFile);
+    const [b] = await col.containers([{ id: C1, running: true }]);
+    expect(b.usage.cpuUsageNanos).toBeDefined();
+    // a restart (new StartedAt) makes it look again
+    startedAt = '2026-11-23T11:00:00Z';
+    const [c] = await col.containers([{ id: C1, running: true }]);
+    expect(c.usage.cpuUsageNanos).toBeUndefined();
+    expect(inspects).toEqual([]);
+    expect(viewGets.length).toBe(3);
+  });
+});
+
+describe('stats collector sample reuse', () => {
+  it('reuses a container sampled within reuseMs (a stats round), and reads again after it', async () => {
+    await tree(cgRoot, v1(`/docker/${C1}`, 5, 1000));
+    await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const { docker } = fakeDocker(new Map([[C1, { pid: 101 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0, reuseMs: 300 });
+    const [a] = await col.containers([{ id: C1, running: true }]);
+    await tree(cgRoot, { [`memory/docker/${C1}/memory.usage_in_bytes`]: '2000\n' });
+    const [b] = await col.containers([{ id: C1, running: true }]);
+    expect(b.usage.memoryUsage).toBe(a.usage.memoryUsage);
+    await new Promise((r) => setTimeout(r, 350));
+    const [c] = await col.containers([{ id: C1, running: true }]);
+    expect(c.usage.memoryUsage).toBe(2000);
   });
 });

@@ -1,0 +1,213 @@
+/**
+ * The `kubelet load` section: what a kubelet asks of its runtime all day, at a
+ * given number of pods (110 is the kubelet's default max-pods):
+ *   PLEG relist            ListPodSandbox + ListContainers, every second
+ *   runtime health         Status, every 5 s
+ *   pod status sync        PodSandboxStatus + ListContainers(pod) + ContainerStatus, each pod once a minute, spread out
+ *   stats                  ListContainerStats + ListPodSandboxStats + ImageFsInfo, every 10 s
+ * The same-run baseline does the relist, health check and status sync with the
+ * raw Docker calls a runtime without a view of its own would make (`docker ps`
+ * twice a second, an inspect per status), so dockerd's share is comparable.
+ */
+import { readdirSync, readFileSync } from 'fs';
+import Docker from 'dockerode';
+
+export interface LoadTarget {
+  /** crishim's pid, for its CPU and RSS. */
+  pid: number;
+  call<T>(method: string, req: unknown): Promise<T>;
+  imageFsInfo(): Promise<unknown>;
+  /** Starts a networked pod with one long-running container; answers the sandbox id. */
+  runPod(): Promise<string>;
+  removePod(id: string): Promise<void>;
+  /** Docker API requests crishim made so far. */
+  dockerRequests(): number;
+}
+
+export interface LoadSizes {
+  pods: number;
+  seconds: number;
+  statsEveryMs: number;
+  /** How long it takes to sync every pod once (a minute in the kubelet). */
+  podSyncCycleMs: number;
+}
+
+type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+const ms = (n: number): string => `${n.toFixed(1)} ms`;
+
+/** utime + stime of a process, all its threads, dead ones included (ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields 14 and 15 of stat, counted from the state field (3)
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/** CPU time of a process's live threads in ns (schedstat): fine enough for one call's cost. */
+function cpuNs(pid: number): number {
+  let sum = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* thread ended */
+    }
+  }
+  return sum;
+}
+
+function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+}
+
+interface Calls {
+  relist(): Promise<unknown>;
+  status(): Promise<unknown>;
+  podSync(podId: string): Promise<unknown>;
+  statsRound?(): Promise<unknown>;
+}
+
+interface PhaseResult {
+  relist: number[];
+  stats: number[];
+  cpuPct: number;
+  dockerdPct: number;
+  errors: number;
+  firstError: string;
+}
+
+/** Runs the kubelet's loops for `seconds` and measures both processes' CPU over exactly that time. */
+async function drive(calls: Calls, pods: string[], sizes: LoadSizes, pid: number | undefined, dockerd: number): Promise<PhaseResult> {
+  const out: PhaseResult = { relist: [], stats: [], cpuPct: 0, dockerdPct: 0, errors: 0, firstError: '' };
+  const t0 = now();
+  const end = t0 + sizes.seconds * 1000;
+  const cpu0 = pid ? cpuMs(pid) : 0;
+  const d0 = cpuMs(dockerd);
+  const every = async (periodMs: number, fn: () => Promise<void>): Promise<void> => {
+    for (let next = now(); next < end; next += periodMs) {
+      if (next > now()) await sleep(next - now());
+      if (now() >= end) break;
+      await fn().catch((err: unknown) => {
+        out.errors++;
+        out.firstError ||= (err as Error).message;
+      });
+    }
+  };
+  const timedInto = (into: number[], fn: () => Promise<unknown>) => async (): Promise<void> => {
+    const s = now();
+    await fn();
+    into.push(now() - s);
+  };
+  let podIndex = 0;
+  await Promise.all([
+    every(1000, timedInto(out.relist, calls.relist)),
+    every(5000, async () => void (await calls.status())),
+    every(sizes.podSyncCycleMs / Math.max(1, pods.length), async () => void (await calls.podSync(pods[podIndex++ % pods.length]))),
+    calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound)) : Promise.resolve(),
+  ]);
+  const wall = now() - t0;
+  if (pid) out.cpuPct = ((cpuMs(pid) - cpu0) / wall) * 100;
+  out.dockerdPct = ((cpuMs(dockerd) - d0) / wall) * 100;
+  return out;
+}
+
+async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, n) }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
+  return out;
+}
+
+export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSizes, record: Record4): Promise<void> {
+  const dockerd = Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
+  const pods: string[] = [];
+  try {
+    await mapLimit(sizes.pods, 8, async () => pods.push(await t.runPod()));
+    // let start-up work (first stats walks, CNI) finish before measuring
+    await sleep(2000);
+
+    const sandboxLabel = { label: ['io.kubernetes.docker.type=podsandbox'] };
+    const containerLabel = { label: ['io.kubernetes.docker.type=container'] };
+    const raw = await drive(
+      {
+        relist: () => Promise.all([docker.listContainers({ all: true, filters: sandboxLabel }), docker.listContainers({ all: true, filters: containerLabel })]),
+        status: () => docker.ping(),
+        podSync: async (id) => {
+          await docker.getContainer(id).inspect();
+          const members = await docker.listContainers({ all: true, filters: { label: [`io.kubernetes.sandbox.id=${id}`] } });
+          await Promise.all(members.map((m) => docker.getContainer(m.Id).inspect()));
+        },
+      },
+      pods,
+      sizes,
+      undefined,
+      dockerd,
+    );
+
+    const requests0 = t.dockerRequests();
+    const cri = await drive(
+      {
+        relist: () => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]),
+        status: () => t.call('Status', {}),
+        podSync: async (id) => {
+          await t.call('PodSandboxStatus', { pod_sandbox_id: id });
+          const { containers } = await t.call<{ containers: Array<{ id: string }> }>('ListContainers', { filter: { pod_sandbox_id: id } });
+          await Promise.all(containers.map((c) => t.call('ContainerStatus', { container_id: c.id })));
+        },
+        statsRound: () => Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
+      },
+      pods,
+      sizes,
+      t.pid,
+      dockerd,
+    );
+    const requests = t.dockerRequests() - requests0;
+
+    // one stats call's CPU, alone: the loop above overlaps calls
+    const cost = async (method: string): Promise<number> => {
+      const xs: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        // apart by more than the collector's sample reuse window: each call reads everything
+        await sleep(600);
+        const c0 = cpuNs(t.pid);
+        await t.call(method, {});
+        xs.push((cpuNs(t.pid) - c0) / 1e6);
+      }
+      return pct(xs, 50);
+    };
+    const ctrStatsCpu = await cost('ListContainerStats');
+    const podStatsCpu = await cost('ListPodSandboxStats');
+    const rss = rssMiB(t.pid);
+
+    const tag = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s`;
+    record(
+      `${tag}: runtime CPU % (+ dockerd CPU %)`,
+      `${cri.cpuPct.toFixed(2)} % (+ ${cri.dockerdPct.toFixed(2)} %)`,
+      `- (+ ${raw.dockerdPct.toFixed(2)} %)`,
+      `${((cri.cpuPct + cri.dockerdPct) / raw.dockerdPct).toFixed(2)} (sum vs dockerd alone)`,
+    );
+    record(`${tag}: relist p50 / p99`, `${ms(pct(cri.relist, 50))} / ${ms(pct(cri.relist, 99))}`, `${ms(pct(raw.relist, 50))} / ${ms(pct(raw.relist, 99))}`, (pct(cri.relist, 50) / pct(raw.relist, 50)).toFixed(2));
+    record(`${tag}: stats round p50 / p99 (3 calls)`, `${ms(pct(cri.stats, 50))} / ${ms(pct(cri.stats, 99))}`, '-', '-');
+    record(`${tag}: CPU per ListContainerStats / ListPodSandboxStats`, `${ms(ctrStatsCpu)} / ${ms(podStatsCpu)}`, '-', '-');
+    record(`${tag}: runtime RSS after the load`, `${rss.toFixed(1)} MiB`, '-', '-');
+    // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
+    record(`${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`, String(requests), '-', `${cri.errors + raw.errors} errors${cri.firstError || raw.firstError ? ` (${(cri.firstError || raw.firstError).slice(0, 80)})` : ''}`);
+  } finally {
+    await mapLimit(pods.length, 8, (i) => t.removePod(pods[i]).catch(() => undefined));
+  }
+}

@@ -1,0 +1,56 @@
+import type { DockerApi } from '../docker/client';
+
+/** Container endpoints (POST /containers/{ref}/<action>) whose success or failure may change what inspect says. */
+const CHANGING_ACTIONS = new Set(['start', 'stop', 'restart', 'kill', 'pause', 'unpause', 'update', 'rename', 'wait']);
+
+interface DialOptions {
+  method?: string;
+  path?: string;
+}
+type DialCallback = (err: unknown, result?: unknown) => void;
+interface Dialer {
+  dial(options: DialOptions, callback: DialCallback): unknown;
+}
+
+/**
+ * The container a Docker request may have changed: the `{ref}` of a changing
+ * container endpoint or a DELETE, or undefined. `/containers/create` is
+ * reported by its answer (see watchContainerMutations).
+ */
+export function mutatedRef(method: string, path: string): string | undefined {
+  const m = /^\/containers\/([^/?]+)(?:\/([a-z]+))?\??/.exec(path);
+  if (!m) return undefined;
+  const [, ref, action] = m;
+  if (ref === 'create' || ref === 'json' || ref === 'prune') return undefined;
+  if (method === 'DELETE' && action === undefined) return ref;
+  if (method === 'POST' && action !== undefined && CHANGING_ACTIONS.has(action)) return decodeURIComponent(ref);
+  return undefined;
+}
+
+/**
+ * Tells `onChange` about every container crishim's own Docker requests create,
+ * change or remove, before the caller sees the answer: whatever a handler does
+ * next (and the kubelet's next List) already finds the view marked stale.
+ * Wraps docker-modem's single entry point, as the metrics instrumentation does.
+ */
+export function watchContainerMutations(api: DockerApi, onChange: (ref: string) => void): void {
+  const modem = api.modem as unknown as Dialer;
+  const dial = modem.dial.bind(modem);
+  modem.dial = (options: DialOptions, callback: DialCallback): unknown => {
+    // docker-modem prefixes the API version onto options.path while dialing: read it first
+    const method = options.method ?? 'GET';
+    const path = options.path ?? '';
+    const ref = mutatedRef(method, path);
+    const creates = method === 'POST' && path.startsWith('/containers/create');
+    if (!ref && !creates) return dial(options, callback);
+    return dial(options, (err: unknown, result?: unknown) => {
+      try {
+        if (ref) onChange(ref);
+        const created = (result as { Id?: unknown } | undefined)?.Id;
+        if (creates && !err && typeof created === 'string') onChange(created);
+      } finally {
+        callback(err, result);
+      }
+    });
+  };
+}

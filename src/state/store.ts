@@ -1,0 +1,256 @@
+import type Docker from 'dockerode';
+import type { DockerApi } from '../docker/client';
+import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
+import { shortId, type Logger } from '../logging/logger';
+import { isDockerNotFound, toCriError } from '../server/errors';
+import { TYPE_LABEL } from '../cri/labels';
+
+export type ContainerInfo = Docker.ContainerInspectInfo;
+
+/**
+ * crishim's in-memory view of its sandboxes and containers (every Docker
+ * container carrying the CRI type label): the last inspect of each, so List and
+ * Status answer without asking Docker.
+ *
+ * It is kept right by invalidation, not by replaying events: anything that may
+ * have changed a container (crishim's own request, a Docker event, a resync
+ * that sees a different state) marks its entry stale and re-inspects it; a
+ * read waits for the stale entries it returns. So the view is never older than
+ * the event lag, whatever order events arrive in, and a lost or replayed event
+ * costs one inspect, never a wrong answer.
+ */
+export interface StateStore {
+  /** Every tracked container, each current up to the event lag. Fails like Docker when the view cannot be synchronised. */
+  list(): Promise<ContainerInfo[]>;
+  /** A container by full id or unique prefix; Docker is asked when the view does not know it. */
+  get(ref: string): Promise<ContainerInfo | undefined>;
+  /** Marks a container (id, prefix or name) as possibly changed: the next read re-inspects it. */
+  invalidate(ref: string): void;
+  /** Lists our containers and re-inspects those whose state differs (`full`: all of them). */
+  resync(full?: boolean): Promise<void>;
+  close(): void;
+}
+
+export interface StoreOptions {
+  /** The safety-net resync period; a missed event is corrected within it at worst. */
+  resyncMs?: number;
+  /** Events are how the view hears about changes made behind crishim's back; tests may feed them by hand. */
+  subscribe?: boolean;
+}
+
+interface Entry {
+  id: string;
+  info?: ContainerInfo;
+  /** Bumped by every invalidation; the entry is current when `doneGen` caught up with it. */
+  gen: number;
+  doneGen: number;
+  refreshing?: Promise<void>;
+  /** Why the last re-inspect failed (Docker unreachable, ...): reads report it rather than a stale answer. */
+  error?: Error;
+}
+
+/** Event actions after which inspect may answer differently (exec_*, attach, top, ... do not). */
+const CHANGING_EVENTS = new Set(['create', 'start', 'restart', 'die', 'destroy', 'pause', 'unpause', 'update', 'rename', 'oom', 'kill', 'stop']);
+const isOurs = (info: ContainerInfo): boolean => info.Config?.Labels?.[TYPE_LABEL] !== undefined;
+const FULL_ID = /^[0-9a-f]{64}$/;
+
+export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreOptions = {}): StateStore {
+  const entries = new Map<string, Entry>();
+  /** Lookups of refs that are not a known id (a name, an unknown prefix) still in flight. */
+  const pending = new Set<Promise<void>>();
+  let synced = false;
+  // while no event stream is live (before the first subscription, after a disconnect) nothing
+  // tells the view about changes made behind crishim's back: every read lists Docker again
+  let subscribed = opts.subscribe === false;
+  let syncing: Promise<void> | undefined;
+  // bumped on every disconnect: a resync that started before it cannot vouch for the view
+  let epoch = 0;
+  let source: EventSource | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
+
+  const refresh = (e: Entry): Promise<void> => {
+    const id = e.id;
+    e.refreshing ??= (async () => {
+      while (!isCurrent(e)) {
+        const gen = e.gen;
+        let info: ContainerInfo | undefined;
+        try {
+          info = await docker.getContainer(id).inspect();
+        } catch (err) {
+          if (!isDockerNotFound(err)) {
+            e.error = toCriError(err, `inspect container ${id}`);
+            return;
+          }
+        }
+        // invalidated again while Docker answered: that answer may predate the change
+        if (e.gen !== gen) continue;
+        e.doneGen = gen;
+        e.error = undefined;
+        if (info && isOurs(info)) {
+          e.info = info;
+        } else if (entries.get(id) === e) {
+          entries.delete(id);
+          if (e.info) logger.debug('state: container gone', { containerId: shortId(id) });
+        }
+      }
+    })().finally(() => (e.refreshing = undefined));
+    return e.refreshing;
+  };
+
+  const invalidateId = (id: string): void => {
+    let e = entries.get(id);
+    if (!e) {
+      e = { id, gen: 0, doneGen: 0 };
+      entries.set(id, e);
+    }
+    e.gen++;
+    void refresh(e);
+  };
+
+  /** The tracked id a ref names: itself, or the only id it prefixes. */
+  const resolve = (ref: string): string | undefined => {
+    if (entries.has(ref)) return ref;
+    if (!/^[0-9a-f]+$/.test(ref)) return undefined;
+    let found: string | undefined;
+    for (const id of entries.keys()) {
+      if (!id.startsWith(ref)) continue;
+      if (found) return undefined;
+      found = id;
+    }
+    return found;
+  };
+
+  /** Asks Docker about a ref the view cannot resolve, and tracks the container if it is ours. */
+  const lookUp = (ref: string): Promise<ContainerInfo | undefined> => {
+    const p = docker
+      .getContainer(ref)
+      .inspect()
+      .then(
+        (info) => {
+          if (isOurs(info) && !entries.has(info.Id)) {
+            entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1 });
+          }
+          return info;
+        },
+        (err: unknown) => {
+          if (isDockerNotFound(err)) return undefined;
+          throw toCriError(err, `inspect container ${ref}`);
+        },
+      );
+    const tracked = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    pending.add(tracked);
+    void tracked.finally(() => pending.delete(tracked));
+    return p;
+  };
+
+  const invalidate = (ref: string): void => {
+    const id = resolve(ref);
+    if (id) return invalidateId(id);
+    if (FULL_ID.test(ref)) return invalidateId(ref);
+    // a name or an unknown prefix: learn which container it is (if it still exists)
+    void lookUp(ref).then(
+      (info) => info && entries.has(info.Id) && invalidateId(info.Id),
+      () => undefined,
+    );
+  };
+
+  const resync = (full = false): Promise<void> => {
+    if (syncing) return syncing;
+    const startEpoch = epoch;
+    syncing = (async () => {
+      const listed = await docker.listContainers({ all: true, filters: { label: [TYPE_LABEL] } }).catch((err: unknown) => {
+        throw toCriError(err, 'list containers to synchronise the state view');
+      });
+      const seen = new Set<string>();
+      let changed = 0;
+      for (const c of listed) {
+        seen.add(c.Id);
+        const e = entries.get(c.Id);
+        if (full || !e?.info || e.info.State.Status !== c.State) {
+          changed++;
+          invalidateId(c.Id);
+        }
+      }
+      for (const id of [...entries.keys()]) {
+        if (!seen.has(id)) {
+          changed++;
+          invalidateId(id);
+        }
+      }
+      if (changed > 0) logger.debug('state: resync found containers to re-inspect', { count: changed, full });
+      if (epoch === startEpoch) synced = true;
+    })().finally(() => (syncing = undefined));
+    return syncing;
+  };
+
+  /** Waits until the view is synchronised and every entry (or the one asked for) is current. */
+  const settle = async (only?: Entry): Promise<void> => {
+    if (!synced) await resync(true);
+    else if (!subscribed) await resync(false);
+    for (let pass = 0; pass < 5; pass++) {
+      const stale = only ? (isCurrent(only) ? [] : [only]) : [...entries.values()].filter((e) => !isCurrent(e));
+      if (stale.length === 0 && (only || pending.size === 0)) return;
+      await Promise.all([...stale.map(refresh), ...(only ? [] : [...pending])]);
+      const failed = stale.find((e) => !isCurrent(e) && e.error);
+      if (failed?.error) throw failed.error;
+    }
+  };
+
+  const onEvent = (ev: DockerEvent): void => {
+    if (ev.Type !== 'container' || !CHANGING_EVENTS.has(ev.Action) || !ev.Actor?.ID) return;
+    invalidateId(ev.Actor.ID);
+  };
+
+  if (opts.subscribe !== false) {
+    source = followDockerEvents(docker, { type: ['container'], label: [TYPE_LABEL] }, onEvent, logger, {
+      retryMs: 250,
+      onSubscribed: (reconnect) => {
+        subscribed = true;
+        // what changed while no event could reach us is only in a full list; after a reconnect
+        // dockerd may have restarted, so every container is inspected again
+        void resync(reconnect).catch((err: unknown) => logger.warn('state: resync failed', { error: (err as Error).message }));
+      },
+      onDisconnect: () => {
+        subscribed = false;
+        epoch++;
+        synced = false;
+      },
+    });
+  }
+  if (opts.resyncMs !== 0) {
+    timer = setInterval(() => {
+      void resync(false).catch((err: unknown) => logger.debug('state: periodic resync failed', { error: (err as Error).message }));
+    }, opts.resyncMs ?? 60_000);
+    timer.unref();
+  }
+
+  return {
+    async list() {
+      await settle();
+      const out: ContainerInfo[] = [];
+      for (const e of entries.values()) if (e.info) out.push(e.info);
+      return out;
+    },
+    async get(ref) {
+      if (!synced || !subscribed) await settle();
+      const id = resolve(ref);
+      const e = id ? entries.get(id) : undefined;
+      if (!e) return lookUp(ref);
+      await settle(e);
+      if (!isCurrent(e) && e.error) throw e.error;
+      // gone while we waited: the entry was dropped
+      return entries.get(id ?? '') === e ? e.info : undefined;
+    },
+    invalidate,
+    resync,
+    close() {
+      source?.close();
+      if (timer) clearInterval(timer);
+    },
+  };
+}
