@@ -92,7 +92,7 @@ export class JsonFileFollower {
     this.dir = path.dirname(file);
     this.base = path.basename(file);
     this.chunkBytes = opts.chunkBytes ?? 256 * 1024;
-    this.scanEveryMs = opts.scanEveryMs ?? 50;
+    this.scanEveryMs = opts.scanEveryMs ?? 20;
     this.now = opts.now ?? Date.now;
   }
 
