@@ -16,5 +16,11 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   expect(out).toMatch(/ListPodSandbox at 5 pods \(docker calls per RPC: 1; first call: \d+\)/);
   expect(out).toMatch(/ListContainers at 5 pods \(docker calls per RPC: 1; first call: \d+\)/);
   expect(out).toMatch(/ListContainerStats at 5 pods \(docker calls per RPC: 1; first call: \d+\)/);
+  // logs: every line exactly once, with and without a kill -9, and the same-run Docker figures
+  expect(out).toMatch(/logs: 20,000-line burst .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
+  expect(out).toMatch(/logs: copy throughput vs Docker .*\| [\d.]+ MB\/s +\| [\d.]+ MB\/s +\| [\d.]+/);
+  expect(out).toMatch(/logs: CPU seconds per MB .*\| [\d.]+ s\/MB +\| [\d.]+ s\/MB +\|/);
+  expect(out).toMatch(/logs: 10,000-line burst, crishim killed -9 .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
+  expect(out).toMatch(/logs: 4 chatty containers .*\| all exactly once, spread [\d.]+ s/);
   expect(out).toMatch(/daemon RSS idle \/ after 20 create\+remove cycles \(quarters: [\d., ]+ MiB\)/);
 });
