@@ -58,6 +58,33 @@ export function criEntriesText(time: string, stream: LogStream, log: string): st
   return out;
 }
 
+const LOG_START = '{"log":"';
+const STREAM_AT = '","stream":"';
+const TIME_AT = '","time":"';
+
+/**
+ * The record as Docker 20.10 lays it out, `{"log":"…","stream":"stdout","time":"…"}`, split
+ * without a JSON parser: the escaped log text cannot hold an unescaped quote, so the first
+ * `","stream":"` ends it. Anything else (attrs, another order) is left to JSON.parse.
+ */
+function splitPlainRecord(line: string): { value: string; stream: LogStream; time: string } | undefined {
+  if (!line.startsWith(LOG_START)) return undefined;
+  const at = line.indexOf(STREAM_AT, LOG_START.length);
+  if (at < 0) return undefined;
+  const rest = at + STREAM_AT.length;
+  const stream = line.startsWith('stdout', rest) ? 'stdout' : line.startsWith('stderr', rest) ? 'stderr' : undefined;
+  if (!stream || !line.startsWith(TIME_AT, rest + 6) || !line.endsWith('"}')) return undefined;
+  return { value: line.slice(LOG_START.length, at), stream, time: line.slice(rest + 6 + TIME_AT.length, -2) };
+}
+
+/** A JSON string's escaped content -> text; most lines carry no escape but their final \n. */
+function unescapeLog(value: string): string {
+  const bs = value.indexOf('\\');
+  if (bs < 0) return value;
+  if (bs === value.length - 2 && value.endsWith('\\n')) return value.slice(0, -2) + '\n';
+  return JSON.parse(`"${value}"`) as string;
+}
+
 /**
  * Converts whole json-file lines (a chunk ending in a newline) into CRI entries. The text is
  * valid UTF-8 (Docker's encoder escapes invalid bytes), so decoding a chunk cut at a newline
@@ -74,6 +101,25 @@ export function convertJsonLines(data: Buffer, keep?: RecordFilter): ConvertedCh
     const line = text.slice(start, nl);
     start = nl + 1;
     if (line.length === 0) continue;
+    const plain = splitPlainRecord(line);
+    if (plain) {
+      const time = normaliseTime(plain.time);
+      let log: string | undefined;
+      try {
+        log = time === undefined ? undefined : unescapeLog(plain.value);
+      } catch {
+        log = undefined;
+      }
+      if (log === undefined || time === undefined) {
+        bad += 1;
+        continue;
+      }
+      records += 1;
+      lastTime = time;
+      if (log.length === 0 || (keep && !keep(time, plain.stream))) continue;
+      out += criEntriesText(time, plain.stream, log);
+      continue;
+    }
     let rec: JsonRecord;
     try {
       rec = JSON.parse(line) as JsonRecord;

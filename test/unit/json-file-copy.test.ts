@@ -33,6 +33,16 @@ describe('json-file records -> CRI entries', () => {
     expect(criEntriesText(T, 'stdout', 'a\nb\nc')).toBe(`${T} stdout F a\n${T} stdout F b\n${T} stdout P c\n`);
   });
 
+  it('reads escapes, Go\'s HTML escapes and records with attrs exactly as a JSON parser would', () => {
+    const tricky = ['quote " and \\ backslash\n', 'a<b>&c\t\u0001\n', '","stream":"stderr","time":"x"}\n', 'ends in a backslash \\', '\\n literal\n'];
+    // Go escapes <, > and & as \u003c, \u003e and \u0026
+    const goStyle = (log: string, stream = 'stdout'): string =>
+      JSON.stringify({ log, stream, time: T }).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026') + '\n';
+    const data = Buffer.from(tricky.map((l, i) => goStyle(l, i % 2 ? 'stderr' : 'stdout')).join('') + JSON.stringify({ log: 'with attrs\n', stream: 'stdout', attrs: { a: 'b' }, time: T }) + '\n');
+    const expected = tricky.map((l, i) => criEntriesText(T, i % 2 ? 'stderr' : 'stdout', l)).join('') + `${T} stdout F with attrs\n`;
+    expect(convertJsonLines(data).cri.toString()).toBe(expected);
+  });
+
   it('counts lines that are not records instead of writing them', () => {
     const out = convertJsonLines(Buffer.from(`not json\n${rec('ok\n')}{"log":1,"time":"x"}\n`));
     expect(out.cri.toString()).toBe(`${T} stdout F ok\n`);
