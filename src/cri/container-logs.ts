@@ -1,4 +1,4 @@
-import { accessSync, constants as fsConstants, lstatSync } from 'fs';
+import { accessSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
 import type { DockerApi } from '../docker/client';
 import { CriLogFile, lastEntries, truncateToMark, type LogStream } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
@@ -192,6 +192,16 @@ interface Follower {
 }
 
 type LogsStream = NodeJS.ReadableStream & { destroy(): void };
+
+/** Start time of a process (field 22 of /proc/<pid>/stat), which tells it from a later one reusing the pid. */
+function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * For a CRI file an older crishim wrote without saving positions: drops the records up to its
@@ -393,9 +403,16 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
       finish(containerId, f);
       return;
     }
+    // an idle copy asks whether the container still runs every second: the process table answers
+    // that without a Docker call while the container's main process lives
+    let main: { pid: number; started: string } | undefined;
     const isRunning = async (): Promise<boolean | undefined> => {
+      if (main && processStart(main.pid) === main.started) return true;
       try {
-        return (await docker.getContainer(containerId).inspect()).State.Running;
+        const state = (await docker.getContainer(containerId).inspect()).State;
+        const started = state.Running && state.Pid > 0 ? processStart(state.Pid) : undefined;
+        main = started ? { pid: state.Pid, started } : undefined;
+        return state.Running;
       } catch (err) {
         return isDockerNotFound(err) ? false : undefined;
       }
