@@ -57,7 +57,7 @@ interface Entry {
   content: string;
 }
 
-const ENTRY = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (stdout|stderr) ([PF]) (.*)$/;
+const ENTRY = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (stdout|stderr) ([PF]) (.*)$/s; // s: a tty line ends in \r
 
 /** Lines rebuilt from CRI entries (P pieces joined up to their F), per stream; throws on a malformed entry. */
 function linesOf(text: string, stream = 'stdout'): string[] {
