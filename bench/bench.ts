@@ -366,6 +366,16 @@ async function startBurst(d: LogDaemon, podId: string, podConfig: Record<string,
   return { id, file: path.join(logDir, `${name}.log`), lines };
 }
 
+/**
+ * When Docker wrote the burst's last record to its json-file (the file's mtime). Docker stamps a
+ * record when it reads it from the container, and under load writes it later: the copy can only
+ * start then.
+ */
+async function dockerLastWrite(b: Burst): Promise<number> {
+  const info = await docker.getContainer(b.id).inspect();
+  return (await fsp.stat(info.LogPath)).mtimeMs;
+}
+
 /** Resolves with the wall time (ms) at which the burst's last line is in the CRI file. */
 async function copiedAt(b: Burst, timeoutMs: number): Promise<number> {
   const want = Buffer.from(` F n=${b.lines}\n`);
@@ -441,12 +451,13 @@ async function logs(): Promise<void> {
     const burst = await startBurst(d, podId, config, 'burst', logSizes.burst, logDir);
     const doneAt = await copiedAt(burst, 600_000);
     const cpu1 = { crishim: cpuSeconds(d.proc.pid ?? 0), dockerd: cpuSeconds(dockerdPid()) };
+    const wroteAt = await dockerLastWrite(burst);
     const b = await checkBurst(burst);
     const dockerS = (b.lastMs - b.firstMs) / 1000;
     const copyS = (doneAt - b.firstMs) / 1000;
     record(
-      `logs: ${logSizes.burst.toLocaleString('en')}-line burst (${mb(b.jsonBytes)} MB json-file), exactly once / last line copied after the burst's end`,
-      b.problem ? `FAILED: ${b.problem}` : `exactly once, +${((doneAt - b.lastMs) / 1000).toFixed(2)} s`,
+      `logs: ${logSizes.burst.toLocaleString('en')}-line burst (${mb(b.jsonBytes)} MB json-file), exactly once / last line copied after Docker wrote it`,
+      b.problem ? `FAILED: ${b.problem}` : `exactly once, +${((doneAt - wroteAt) / 1000).toFixed(2)} s`,
       `written in ${dockerS.toFixed(2)} s`,
       b.problem ? 'lines lost or repeated' : 'ok',
     );
@@ -475,10 +486,11 @@ async function logs(): Promise<void> {
     }
     await d.restart(true);
     const killedDone = await copiedAt(killed, 600_000);
+    const killedWrote = await dockerLastWrite(killed);
     const k = await checkBurst(killed);
     record(
       `logs: ${logSizes.killed.toLocaleString('en')}-line burst, crishim killed -9 and restarted mid-burst`,
-      k.problem ? `FAILED: ${k.problem}` : `exactly once, +${((killedDone - k.lastMs) / 1000).toFixed(2)} s`,
+      k.problem ? `FAILED: ${k.problem}` : `exactly once, +${((killedDone - killedWrote) / 1000).toFixed(2)} s`,
       `written in ${((k.lastMs - k.firstMs) / 1000).toFixed(2)} s`,
       k.problem ? 'lines lost or repeated' : 'ok',
     );
@@ -486,13 +498,16 @@ async function logs(): Promise<void> {
     // 3. chatty containers at once: every one complete, and how far apart they finish
     const chatty = await Promise.all(Array.from({ length: logSizes.chatty }, (_, i) => startBurst(d, podId, config, `chatty${i}`, logSizes.chattyLines, logDir)));
     const done = await Promise.all(chatty.map((c) => copiedAt(c, 600_000)));
+    const wrote = await Promise.all(chatty.map((c) => dockerLastWrite(c)));
     const checks = await Promise.all(chatty.map((c) => checkBurst(c)));
-    const lags = checks.map((c, i) => (done[i] - c.lastMs) / 1000);
+    const lags = checks.map((_, i) => (done[i] - wrote[i]) / 1000);
+    // Docker's own delay: from stamping each container's last record to writing it
+    const dockerDelay = checks.map((c, i) => (wrote[i] - c.lastMs) / 1000);
     const failed = checks.filter((c) => c.problem).length;
     record(
-      `logs: ${logSizes.chatty} chatty containers x ${logSizes.chattyLines.toLocaleString('en')} lines at once, copy lag after each one's last write min / max`,
+      `logs: ${logSizes.chatty} chatty containers x ${logSizes.chattyLines.toLocaleString('en')} lines at once, last line copied after Docker wrote it, min / max`,
       `${Math.min(...lags).toFixed(2)} s / ${Math.max(...lags).toFixed(2)} s`,
-      `written in ${Math.max(...checks.map((c) => (c.lastMs - c.firstMs) / 1000)).toFixed(2)} s (slowest)`,
+      `written in ${Math.max(...checks.map((c) => (c.lastMs - c.firstMs) / 1000)).toFixed(2)} s, stamp-to-write up to ${Math.max(...dockerDelay).toFixed(2)} s`,
       failed ? `${failed} not exactly once` : `all exactly once, spread ${(Math.max(...lags) - Math.min(...lags)).toFixed(2)} s`,
     );
   } finally {

@@ -24,8 +24,13 @@ export interface JsonFileCopyOptions {
   /** False once Docker says the container is not running; undefined when Docker cannot say. */
   isRunning: () => Promise<boolean | undefined>;
   log: Logger;
-  /** Poll interval while idle: doubles from min to max, back to min when output comes. */
+  /**
+   * Poll interval while idle: doubles from min, back to min when output comes; at most
+   * `pauseMaxMs` during the first two seconds of a pause (a busy writer stalls briefly under
+   * load and should not be read late for it), at most `idleMaxMs` after.
+   */
   idleMinMs?: number;
+  pauseMaxMs?: number;
   idleMaxMs?: number;
   /** How often an idle copy asks Docker whether the container still runs. */
   exitCheckMs?: number;
@@ -46,6 +51,7 @@ export interface JsonFileCopy {
 
 export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const idleMinMs = o.idleMinMs ?? 10;
+  const pauseMaxMs = o.pauseMaxMs ?? 40;
   const idleMaxMs = o.idleMaxMs ?? 250;
   const exitCheckMs = o.exitCheckMs ?? 1000;
   const saveEveryMs = o.saveEveryMs ?? 100;
@@ -122,13 +128,16 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
     await follower.start(o.saved?.source);
     if (o.saved) o.log.debug('container log copy resumes at its saved position', { jsonPath: o.jsonPath, ino: o.saved.source.ino, offset: o.saved.source.offset });
     let idle = idleMinMs;
+    let idleSince = 0;
     let lastCheck = Date.now();
     while (!stopped) {
       if (await copyOne()) {
         idle = idleMinMs;
+        idleSince = 0;
         await yieldNow();
         continue;
       }
+      idleSince ||= Date.now();
       if (stopped) break;
       if (dirty) await save();
       if (kicked || Date.now() - lastCheck >= exitCheckMs) {
@@ -144,7 +153,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
         }
       }
       await sleep(idle);
-      idle = Math.min(idle * 2, idleMaxMs);
+      idle = Math.min(idle * 2, Date.now() - idleSince < 2000 ? pauseMaxMs : idleMaxMs);
     }
   };
 
