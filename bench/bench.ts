@@ -314,8 +314,8 @@ async function startLogDaemon(): Promise<LogDaemon> {
     await fsp.rm(socket, { force: true });
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     proc.stderr?.on('data', (c: Buffer) => {
-      // a loss warning would make the exactly-once figures meaningless: show it
-      if (/were lost/.test(c.toString())) process.stderr.write(c);
+      // a loss, or a copy through the logs API, would make the figures meaningless: show it
+      if (/were lost|logs API/.test(c.toString())) process.stderr.write(c);
     });
     for (let i = 0; i < 400 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
     if (!existsSync(socket)) throw new Error('crishim (logs) did not start');

@@ -374,16 +374,23 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
    * not compressed); undefined sends the copy through the logs API.
    */
   const localJsonFile = async (containerId: string, log: Logger): Promise<string | undefined> => {
+    let why: string;
     try {
       const info = await docker.getContainer(containerId).inspect();
       const logConfig = info.HostConfig?.LogConfig;
-      if (!info.LogPath || logConfig?.Type !== 'json-file' || logConfig.Config?.compress === 'true') return undefined;
-      accessSync(info.LogPath, fsConstants.R_OK);
-      return info.LogPath;
+      if (!info.LogPath) why = 'docker reports no json-file for it';
+      else if (logConfig?.Type !== 'json-file') why = `its log driver is ${logConfig?.Type ?? 'unknown'}`;
+      else if (logConfig.Config?.compress === 'true') why = 'its rotated json-files are compressed';
+      else {
+        accessSync(info.LogPath, fsConstants.R_OK);
+        return info.LogPath;
+      }
     } catch (err) {
-      log.debug('container json-file not readable here; copying through the logs API', { error: (err as Error).message });
-      return undefined;
+      why = (err as Error).message;
     }
+    // degraded: the logs API gives no position to resume at exactly
+    log.warn('container json-file not readable here; copying its logs through the Docker logs API', { reason: why });
+    return undefined;
   };
 
   /** The local copy: restarted when the container is started again just as the copy ended. */
