@@ -3,6 +3,7 @@ import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
 import { createLogManager } from './cri/container-logs';
+import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './cri/docker-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
@@ -76,7 +77,12 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
-  const logs = createLogManager(client.api, logger);
+  // Docker's json-files are readable only when Docker runs on this host (a unix socket)
+  const endpoint = config.dockerEndpoint || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+  const dockerIsLocal = endpoint.startsWith('unix://') || endpoint.startsWith('/');
+  const logs = createLogManager(client.api, logger, {
+    positions: dockerIsLocal ? createLogPositionStore(path.join(config.rootDirectory, 'container-logs')) : undefined,
+  });
   await resumeLogCopies(deps, logs);
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));
   const daemonEvents = refreshOnDaemonEvents(engine, client.api, logger);
@@ -158,6 +164,10 @@ async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof create
     deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
     return;
   }
+  // positions of containers removed while crishim was down
+  await logs.prune(new Set(containers.map((c) => c.Id))).catch((err: Error) => {
+    deps.logger.warn('cannot prune saved container log positions', { error: err.message });
+  });
   for (const c of containers) {
     const logPath = c.Labels[CONTAINER_LOGPATH_LABEL];
     if (!logPath || c.State === 'created') continue;

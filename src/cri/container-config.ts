@@ -3,6 +3,7 @@ import * as path from 'path';
 import type Docker from 'dockerode';
 import { invalidArgument } from '../server/errors';
 import type { RuntimeReq } from '../server/rpc';
+import { DEFAULTS, type Config } from '../config';
 import type { ServiceDeps } from './deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { checkCpuset } from './validation';
@@ -259,6 +260,21 @@ export interface SandboxContext {
   runtime?: string;
 }
 
+/**
+ * The CRI log copy follows Docker's json-file (src/logs/): bounded by the --container-log-max-*
+ * flags, uncompressed whatever daemon.json says (the copy reads plain json lines).
+ */
+export function jsonFileLogConfig(config: Partial<Pick<Config, 'containerLogMaxSize' | 'containerLogMaxFiles'>>): Docker.HostConfig['LogConfig'] {
+  return {
+    Type: 'json-file',
+    Config: {
+      'max-size': config.containerLogMaxSize ?? DEFAULTS.containerLogMaxSize,
+      'max-file': String(config.containerLogMaxFiles ?? DEFAULTS.containerLogMaxFiles),
+      compress: 'false',
+    },
+  };
+}
+
 /** Builds the create options; the caller adds name, labels and the image. */
 export function dockerContainerSpec(
   config: ContainerConfig,
@@ -292,8 +308,7 @@ export function dockerContainerSpec(
       ...apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile),
       ...selinuxOpts(sec?.selinux_options),
     ],
-    // the CRI log copier reads Docker's json-file log; bound it, the CRI file is the record
-    LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+    LogConfig: jsonFileLogConfig(deps.config),
     RestartPolicy: { Name: 'no' },
     ...dockerResources(linux?.resources, deps.oomScoreAdjFloor, cgroupVersionOf(deps.engine)),
   };

@@ -267,7 +267,7 @@ describe('container Docker spec', () => {
       PidMode: `container:${SB}`,
       Privileged: false,
       ReadonlyRootfs: false,
-      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '5', compress: 'false' } },
       RestartPolicy: { Name: 'no' },
     });
     const h = hc(cconfig());
