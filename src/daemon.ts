@@ -6,9 +6,11 @@ import { createLogManager } from './cri/container-logs';
 import { createDockerService } from './cri/docker-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
-import { connectDocker, instrumentDocker } from './docker/client';
+import { connectDocker, dockerOptions, instrumentDocker } from './docker/client';
 import { createEngineInfo, refreshOnDaemonEvents } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
+import { detectCapabilityGrant } from './docker/capabilities';
+import { describeGrant } from './cri/privileged';
 import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
@@ -56,6 +58,16 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     });
   }
 
+  // probed once: Docker's Privileged fails every container where dockerd lacks a capability
+  const capabilities = await detectCapabilityGrant(
+    engine.current().apiVersion ?? client.apiVersion,
+    // a tcp endpoint has no socket path: a remote dockerd's bounding set is unknown
+    dockerOptions({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }).socketPath,
+  );
+  const grantLine = describeGrant(capabilities);
+  if (capabilities.dockerPrivilegedWorks) logger.info(grantLine.message, grantLine.meta);
+  else logger.warn(grantLine.message, grantLine.meta);
+
   const checkpoints = await createCheckpointStore(path.join(config.rootDirectory, 'sandbox'), logger);
   const network = instrumentNetwork(createNetworkPlugin({
     plugin: config.networkPlugin,
@@ -67,7 +79,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   }), metrics);
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor };
+  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, capabilities };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   const logs = createLogManager(client.api, logger);

@@ -7,6 +7,8 @@ import type { ServiceDeps } from './deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { checkCpuset } from './validation';
 import { HUGEPAGE_LIMITS_LABEL } from './labels';
+import { computeCapabilityGrant, type CapabilityGrant } from '../docker/capabilities';
+import { capabilityFields, hostDevices, privilegedFields } from './privileged';
 
 /** Translation of a CRI ContainerConfig into Docker create options (no I/O but path checks). */
 
@@ -238,6 +240,11 @@ function pidMode(mode: string | undefined, sandboxId: string, targetId: string |
   }
 }
 
+/** The start-up capability grant; without one (unit tests, older wiring) Docker's privileged mode is trusted. */
+function grantOf(deps: Partial<Pick<ServiceDeps, 'capabilities' | 'engine'>>): CapabilityGrant {
+  return deps.capabilities ?? computeCapabilityGrant(deps.engine?.current().apiVersion, undefined, 'not detected');
+}
+
 export interface SandboxContext {
   id: string;
   cgroupParent?: string;
@@ -248,11 +255,14 @@ export interface SandboxContext {
 export function dockerContainerSpec(
   config: ContainerConfig,
   sandbox: SandboxContext,
-  deps: Pick<ServiceDeps, 'config' | 'oomScoreAdjFloor'> & Partial<Pick<ServiceDeps, 'engine'>>,
+  deps: Pick<ServiceDeps, 'config' | 'oomScoreAdjFloor'> & Partial<Pick<ServiceDeps, 'engine' | 'capabilities'>>,
 ): Docker.ContainerCreateOptions {
   const linux = config.linux;
   const sec = linux?.security_context;
   const ns = sec?.namespace_options;
+  const privileged = sec?.privileged ?? false;
+  const containerRef = `container ${config.metadata?.name ?? ''} in pod sandbox ${sandbox.id}`;
+  const grant = grantOf(deps);
   const hostConfig: Docker.HostConfig = {
     // the pod's containers share the pause container's network and IPC namespaces
     NetworkMode: `container:${sandbox.id}`,
@@ -264,15 +274,15 @@ export function dockerContainerSpec(
       PathInContainer: d.container_path,
       CgroupPermissions: d.permissions || 'rwm',
     })),
-    Privileged: sec?.privileged ?? false,
+    Privileged: false,
     ReadonlyRootfs: sec?.readonly_rootfs ?? false,
-    CapAdd: sec?.capabilities?.add_capabilities?.length ? sec.capabilities.add_capabilities : undefined,
-    CapDrop: sec?.capabilities?.drop_capabilities?.length ? sec.capabilities.drop_capabilities : undefined,
+    ...(privileged ? {} : capabilityFields(sec?.capabilities, grant, containerRef)),
     GroupAdd: sec?.supplemental_groups?.length ? sec.supplemental_groups.map(String) : undefined,
     SecurityOpt: [
       ...(sec?.no_new_privs ? ['no-new-privileges'] : []),
-      ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
-      ...apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile),
+      // a privileged container runs without seccomp and AppArmor whatever profile it names
+      ...(privileged ? [] : seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
+      ...(privileged ? [] : apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile)),
       ...selinuxOpts(sec?.selinux_options),
     ],
     // the CRI log copier reads Docker's json-file log; bound it, the CRI file is the record
@@ -280,8 +290,13 @@ export function dockerContainerSpec(
     RestartPolicy: { Name: 'no' },
     ...dockerResources(linux?.resources, deps.oomScoreAdjFloor, cgroupVersionOf(deps.engine)),
   };
-  if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
-  if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;
+  if (privileged) {
+    const p = privilegedFields(grant, () => hostDevices());
+    Object.assign(hostConfig, { ...p, Devices: [...(hostConfig.Devices ?? []), ...(p.Devices ?? [])], SecurityOpt: [...(hostConfig.SecurityOpt ?? []), ...(p.SecurityOpt ?? [])] });
+  } else {
+    if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
+    if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;
+  }
   if (sandbox.cgroupParent) hostConfig.CgroupParent = sandbox.cgroupParent;
   if (sandbox.runtime) hostConfig.Runtime = sandbox.runtime;
 

@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { CheckpointStore } from '../checkpoint/store';
 import type { DockerApi } from '../docker/client';
+import type { CapabilityGrant } from '../docker/capabilities';
 import type { EngineInfo } from '../docker/engine-info';
 import type { Logger } from '../logging/logger';
 import type { NetworkPlugin } from '../network/types';
@@ -17,4 +18,6 @@ export interface ServiceDeps {
   sandboxOomScoreAdj: number;
   /** Lowest oom_score_adj this host accepts; container requests below it are raised to it. */
   oomScoreAdjFloor: number;
+  /** What privileged containers and `ALL` can be given here, detected once at start-up. */
+  capabilities?: CapabilityGrant;
 }
