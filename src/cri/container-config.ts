@@ -9,6 +9,8 @@ import { checkCpuset } from './validation';
 import { HUGEPAGE_LIMITS_LABEL } from './labels';
 import { computeCapabilityGrant, type CapabilityGrant } from '../docker/capabilities';
 import { capabilityFields, hostDevices, privilegedFields } from './privileged';
+import { dockerStopSignal } from './stop-signal';
+import { auditContainerConfig, dockerMounts, needsMountApi } from './field-audit';
 
 /** Translation of a CRI ContainerConfig into Docker create options (no I/O but path checks). */
 
@@ -182,7 +184,9 @@ export function resolveLogPath(logDirectory: string | undefined, logPath: string
 /** `host:container[:opts]` bind specs; refuses missing sources and crishim's own state. */
 export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>): string[] {
   const protectedDirs = [path.resolve(deps.config.rootDirectory)];
-  return mounts.map((m, i) => {
+  return mounts.flatMap((m, i) => {
+    // image volumes have no host path; dockerMounts gives them to Docker
+    if (m.image?.image) return [];
     const field = `config.mounts[${i}]`;
     if (!m.container_path || !path.isAbsolute(m.container_path)) throw invalidArgument(`${field}.container_path must be an absolute path`);
     if (!m.host_path) throw invalidArgument(`${field}.host_path must be set`);
@@ -192,11 +196,13 @@ export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>):
     }
     if (!fs.existsSync(host)) throw invalidArgument(`${field}.host_path ${host} does not exist`);
     if (host.includes(':') || m.container_path.includes(':')) throw invalidArgument(`${field}: paths with ':' are not supported by Docker binds`);
+    // a bind string cannot say "recursively read-only": dockerMounts takes it
+    if (needsMountApi(m)) return [];
     const opts = [m.readonly ? 'ro' : 'rw'];
     if (m.selinux_relabel) opts.push('Z');
     const prop = PROPAGATION[m.propagation] ?? '';
     if (prop) opts.push(prop);
-    return `${host}:${m.container_path}:${opts.join(',')}`;
+    return [`${host}:${m.container_path}:${opts.join(',')}`];
   });
 }
 
@@ -222,7 +228,7 @@ function selinuxOpts(o: { user: string; role: string; type: string; level: strin
 
 /** Docker's signal names for the CRI enum (`SIGNAL_SIGTERM` -> `SIGTERM`). */
 export function stopSignalOf(sig: string | undefined): string | undefined {
-  return sig && sig !== 'SIGNAL_RUNTIME_DEFAULT' ? sig.replace(/^SIGNAL_/, '') : undefined;
+  return dockerStopSignal(sig);
 }
 
 /** PidMode for the container's namespace option (POD shares the pause container's). */
@@ -260,6 +266,7 @@ export function dockerContainerSpec(
   const linux = config.linux;
   const sec = linux?.security_context;
   const ns = sec?.namespace_options;
+  auditContainerConfig(config, deps.engine?.current().apiVersion);
   const privileged = sec?.privileged ?? false;
   const containerRef = `container ${config.metadata?.name ?? ''} in pod sandbox ${sandbox.id}`;
   const grant = grantOf(deps);
@@ -297,6 +304,8 @@ export function dockerContainerSpec(
     if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
     if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;
   }
+  const apiMounts = dockerMounts(config.mounts ?? []);
+  if (apiMounts.length) hostConfig.Mounts = apiMounts;
   if (sandbox.cgroupParent) hostConfig.CgroupParent = sandbox.cgroupParent;
   if (sandbox.runtime) hostConfig.Runtime = sandbox.runtime;
 

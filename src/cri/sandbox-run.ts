@@ -12,6 +12,7 @@ import type { ServiceDeps } from './deps';
 import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { sandboxName, withRandomSuffix } from './naming';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
+import { auditSandboxConfig } from './field-audit';
 import { nowNanos } from './time';
 import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from './validation';
 
@@ -72,6 +73,7 @@ function validateConfig(req: Request): SandboxConfig {
   checkDnsConfig(config.dns_config);
   checkCgroupParent('config.linux.cgroup_parent', config.linux?.cgroup_parent);
   checkSysctls('config.linux.sysctls', config.linux?.sysctls);
+  auditSandboxConfig(config);
   return config;
 }
 
