@@ -216,7 +216,8 @@ function userSpec(sec: NonNullable<NonNullable<ContainerConfig['linux']>['securi
   return group !== undefined ? `${user}:${group}` : user;
 }
 
-function selinuxOpts(o: { user: string; role: string; type: string; level: string } | null | undefined): string[] {
+/** Docker `label=` options for a CRI SELinuxOption (Docker ignores them where SELinux is off). */
+export function selinuxOpts(o: { user: string; role: string; type: string; level: string } | null | undefined): string[] {
   if (!o) return [];
   const out: string[] = [];
   if (o.user) out.push(`label=user:${o.user}`);

@@ -13,6 +13,7 @@ import { ATTEMPT_LABEL, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLa
 import { sandboxName, withRandomSuffix } from './naming';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { auditSandboxConfig } from './field-audit';
+import { selinuxOpts } from './container-config';
 import { nowNanos } from './time';
 import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from './validation';
 
@@ -102,6 +103,7 @@ export function hostConfigFor(deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>, con
     SecurityOpt: [
       ...seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path),
       ...apparmorSecurityOpt(sec?.apparmor, undefined),
+      ...selinuxOpts(sec?.selinux_options),
     ],
     RestartPolicy: { Name: 'no' },
   };
