@@ -300,7 +300,12 @@ export function dockerContainerSpec(
   };
   if (privileged) {
     const p = privilegedFields(grant, () => hostDevices());
-    Object.assign(hostConfig, { ...p, Devices: [...(hostConfig.Devices ?? []), ...(p.Devices ?? [])], SecurityOpt: [...(hostConfig.SecurityOpt ?? []), ...(p.SecurityOpt ?? [])] });
+    // a requested device keeps its own mapping; runc would refuse the path twice
+    const requested: Docker.DeviceMapping[] = hostConfig.Devices ?? [];
+    const asked = new Set(requested.map((d) => d.PathInContainer));
+    const host: Docker.DeviceMapping[] = p.Devices ?? [];
+    const devices = [...requested, ...host.filter((d) => !asked.has(d.PathInContainer))];
+    Object.assign(hostConfig, { ...p, Devices: devices, SecurityOpt: [...(hostConfig.SecurityOpt ?? []), ...(p.SecurityOpt ?? [])] });
   } else {
     if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
     if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;

@@ -321,7 +321,10 @@ describe('container Docker spec', () => {
 
   it('privileged grants the equivalent fields where dockerd lacks a capability', () => {
     const deps = { ...specDeps, capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001fffeffffff'), 'test') };
-    const devices = [{ container_path: '/dev/xnull', host_path: '/dev/null', permissions: 'r' }];
+    const devices = [
+      { container_path: '/dev/xnull', host_path: '/dev/null', permissions: 'r' },
+      { container_path: '/dev/zero', host_path: '/dev/null', permissions: 'r' },
+    ];
     const h = dockerContainerSpec(cconfig({ devices }, { privileged: true, masked_paths: ['/proc/kcore'], readonly_paths: ['/proc/sys'], seccomp: { profile_type: 'Localhost', localhost_ref: '/no/such/profile.json' } }), { id: SB }, deps).HostConfig!;
     expect(h.Privileged).toBe(false);
     expect(h.CapAdd).toContain('CAP_SYS_ADMIN');
@@ -331,6 +334,8 @@ describe('container Docker spec', () => {
     expect(h.Devices![0]).toEqual({ PathOnHost: '/dev/null', PathInContainer: '/dev/xnull', CgroupPermissions: 'r' });
     expect(h.Devices!.map((d: { PathOnHost: string }) => d.PathOnHost)).toContain('/dev/null');
     expect(h.Devices!.some((d: { PathOnHost: string }) => d.PathOnHost.startsWith('/dev/pts/'))).toBe(false);
+    // the host's /dev/zero does not shadow the requested mapping at that path
+    expect(h.Devices!.filter((d: { PathInContainer: string }) => d.PathInContainer === '/dev/zero')).toEqual([{ PathOnHost: '/dev/null', PathInContainer: '/dev/zero', CgroupPermissions: 'r' }]);
     // the profile is ignored (never read) and so are the masked paths
     expect(h.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined', 'systempaths=unconfined']);
     expect(h.MaskedPaths).toBeUndefined();
