@@ -91,7 +91,10 @@ export function privilegedFields(grant: CapabilityGrant, devices: () => Docker.D
     CapDrop: undefined,
     Devices: devices(),
     DeviceCgroupRules: ['a *:* rwm'],
-    SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined', 'systempaths=unconfined'],
+    SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined'],
+    // the CLI's `systempaths=unconfined`: the API wants the empty lists themselves (null means Docker's defaults)
+    MaskedPaths: [],
+    ReadonlyPaths: [],
   };
 }
 

@@ -175,7 +175,9 @@ describe('privilegedFields', () => {
     expect(f.CapAdd).toHaveLength(37);
     expect(f.Devices).toEqual(devices);
     expect(f.DeviceCgroupRules).toEqual(['a *:* rwm']);
-    expect(f.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined', 'systempaths=unconfined']);
+    expect(f.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined']);
+    expect(f.MaskedPaths).toEqual([]);
+    expect(f.ReadonlyPaths).toEqual([]);
   });
 });
 

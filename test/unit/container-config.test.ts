@@ -337,9 +337,10 @@ describe('container Docker spec', () => {
     // the host's /dev/zero does not shadow the requested mapping at that path
     expect(h.Devices!.filter((d: { PathInContainer: string }) => d.PathInContainer === '/dev/zero')).toEqual([{ PathOnHost: '/dev/null', PathInContainer: '/dev/zero', CgroupPermissions: 'r' }]);
     // the profile is ignored (never read) and so are the masked paths
-    expect(h.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined', 'systempaths=unconfined']);
-    expect(h.MaskedPaths).toBeUndefined();
-    expect(h.ReadonlyPaths).toBeUndefined();
+    expect(h.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined']);
+    // empty lists, not absent ones: Docker applies its defaults when they are absent
+    expect(h.MaskedPaths).toEqual([]);
+    expect(h.ReadonlyPaths).toEqual([]);
   });
 
   it('passes masked and read-only paths', () => {
