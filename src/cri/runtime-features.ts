@@ -26,4 +26,6 @@ export const RUNTIME_FEATURES: NonNullable<StatusRes['features']> = {
   // Docker always merges the image's group memberships: Strict cannot be honoured
   supplemental_groups_policy: false,
   user_namespaces_host_network: false,
+  // Mount.mount_options are refused: Docker binds take no free-form options
+  mount_options: false,
 };

@@ -179,7 +179,7 @@ describe('fields Docker cannot honour', () => {
   it('Status declares exactly what works', async () => {
     const st = await call(h.runtime, 'Status', {});
     const api = Number((await docker.version()).ApiVersion.split('.')[1]);
-    expect(st.features).toEqual({ supplemental_groups_policy: false, user_namespaces_host_network: false });
+    expect(st.features).toEqual({ supplemental_groups_policy: false, user_namespaces_host_network: false, mount_options: false });
     const dflt = (st.runtime_handlers ?? []).find((r) => r.name === '');
     expect(dflt?.features).toEqual({ recursive_read_only_mounts: api >= 44, user_namespaces: false });
     expect((st.runtime_handlers ?? []).map((r) => r.name)).toContain('runc');

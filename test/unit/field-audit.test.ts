@@ -177,6 +177,6 @@ describe('Status features', () => {
       { name: 'crun', features: { recursive_read_only_mounts: false, user_namespaces: false } },
     ]);
     expect(runtimeHandlers(snap('1.44'))[0].features).toEqual({ recursive_read_only_mounts: true, user_namespaces: false });
-    expect(RUNTIME_FEATURES).toEqual({ supplemental_groups_policy: false, user_namespaces_host_network: false });
+    expect(RUNTIME_FEATURES).toEqual({ supplemental_groups_policy: false, user_namespaces_host_network: false, mount_options: false });
   });
 });
