@@ -2,6 +2,7 @@ import { CRI_VERSION, VERSION } from '../config';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { unavailable } from '../server/errors';
 import type { ServiceDeps } from './deps';
+import { RUNTIME_FEATURES, runtimeHandlers } from './runtime-features';
 
 /** runtime_name stays `docker`: the kubelet and tooling key Docker-specific behaviour on it. */
 export const RUNTIME_NAME = 'docker';
@@ -57,6 +58,6 @@ export function status(deps: ServiceDeps) {
         sandboxOomScoreAdj: deps.sandboxOomScoreAdj,
       });
     }
-    return { status: { conditions }, info, runtime_handlers: [], features: null };
+    return { status: { conditions }, info, runtime_handlers: runtimeHandlers(engine), features: RUNTIME_FEATURES };
   };
 }
