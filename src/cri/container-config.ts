@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type Docker from 'dockerode';
-import { invalidArgument } from '../server/errors';
+import { invalidArgument } from '../errors';
 import type { RuntimeReq } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';

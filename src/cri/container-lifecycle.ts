@@ -1,5 +1,6 @@
 import { removeLogFile } from '../logging/safe-path';
-import { failedPrecondition, toCriError } from '../server/errors';
+import { failedPrecondition } from '../errors';
+import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import type { LogManager } from './container-logs';
@@ -25,7 +26,7 @@ async function applyRecordedHugepages(deps: ServiceDeps, id: string, limits: Hug
   } catch (err) {
     await container.kill().catch(() => undefined);
     ctx.log.error('hugepage limits could not be applied; container killed', { error: (err as Error).message });
-    throw toCriError(err, `StartContainer ${id}`);
+    throw fromDockerError(err, `StartContainer ${id}`);
   }
 }
 
@@ -43,7 +44,7 @@ export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: Hug
     try {
       await deps.docker.getContainer(info.Id).start({ abortSignal: ctx.signal });
     } catch (err) {
-      throw toCriError(err, `StartContainer ${info.Id}`);
+      throw fromDockerError(err, `StartContainer ${info.Id}`);
     }
     const hugepages = hugepageLimitsOf(info.Config.Labels);
     if (hugepages.length > 0) await applyRecordedHugepages(deps, info.Id, hugepages, ctx, hugetlb);
@@ -64,7 +65,7 @@ export function stopContainer(deps: ServiceDeps) {
       // Docker sends the image's stop signal, then SIGKILL after the timeout
       await stopQuietly(deps, info.Id, Number.isFinite(timeout) && timeout > 0 ? timeout : 0);
     } catch (err) {
-      throw toCriError(err, `StopContainer ${info.Id}`);
+      throw fromDockerError(err, `StopContainer ${info.Id}`);
     }
     ctx.log.info('container stopped');
     return {};
@@ -79,7 +80,7 @@ export async function removeContainerFully(deps: ServiceDeps, logs: LogManager, 
   try {
     await removeDockerContainer(deps, info.Id);
   } catch (err) {
-    throw toCriError(err, `RemoveContainer ${info.Id}`);
+    throw fromDockerError(err, `RemoveContainer ${info.Id}`);
   }
   const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
   if (!logPath) return;

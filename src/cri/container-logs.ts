@@ -3,7 +3,7 @@ import type { DockerApi } from '../docker/client';
 import { CriLogFile, lastEntries, type LogStream } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
-import { isDockerNotFound, isDockerUnreachable } from '../server/errors';
+import { isDockerNotFound, isDockerUnreachable } from '../docker/errors';
 import { rfc3339ToNanos } from './time';
 
 /**

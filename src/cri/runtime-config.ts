@@ -1,6 +1,6 @@
 import { isIPv6 } from 'net';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import { failedPrecondition, invalidArgument, notFound, unavailable, unimplemented } from '../server/errors';
+import { failedPrecondition, invalidArgument, notFound, unavailable, unimplemented } from '../errors';
 import type { ServiceDeps } from './deps';
 import { applyResources } from './container-update';
 import { findSandbox } from './sandbox-lookup';

@@ -1,6 +1,6 @@
 import { CRI_VERSION, VERSION } from '../config';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import { unavailable } from '../server/errors';
+import { unavailable } from '../errors';
 import type { ServiceDeps } from './deps';
 
 /** runtime_name stays `docker`: the kubelet and tooling key Docker-specific behaviour on it. */
