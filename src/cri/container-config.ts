@@ -1,6 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { invalidArgument } from '../errors';
 import type { RuntimeReq } from '../server/rpc';
 import type { ServiceDeps } from './deps';

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { crashPoint } from '../crash-points';
 import { failedPrecondition, invalidArgument, notFound } from '../errors';
 import { fromDockerError } from '../docker/errors';

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { constants as fsConstants, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { DomainError } from '../errors';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from './deps';

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { DockerApi } from '../docker/client';
 import type { Logger } from '../logging/logger';
 import { DomainError, failedPrecondition, invalidArgument, notFound } from '../errors';

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { familiarRef, isImageRef, parseRef } from '../docker/images';
 import { invalidArgument } from '../errors';
 import { fromDockerError, isDockerNotFound } from '../docker/errors';

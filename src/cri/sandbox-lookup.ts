@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { SandboxCheckpoint } from '../checkpoint/store';
 import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { ServiceDeps } from './deps';

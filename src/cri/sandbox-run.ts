@@ -1,5 +1,5 @@
 import { promises as fsp } from 'fs';
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { CheckpointPortMapping } from '../checkpoint/store';
 import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
