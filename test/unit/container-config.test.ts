@@ -15,7 +15,7 @@ import {
 } from '../../src/cri/container-config';
 import { containerStatus } from '../../src/cri/container-status';
 import { HUGEPAGE_LIMITS_LABEL } from '../../src/cri/labels';
-import { startContainer } from '../../src/cri/container-lifecycle';
+import { startContainer } from '../../src/cri/container-start';
 import type { LogManager } from '../../src/cri/container-logs';
 import { hugetlbCgroup, updateContainerResources } from '../../src/cri/container-update';
 import type { ServiceDeps } from '../../src/cri/deps';
