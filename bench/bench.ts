@@ -133,7 +133,7 @@ async function startDaemon(): Promise<Daemon> {
   return { proc, runtime, image, dir, dockerRequests: proxy.count, closeProxy: proxy.close };
 }
 
-function rpc<T>(d: Daemon, method: string, req: unknown): Promise<T> {
+function rpc<T>(d: Pick<Daemon, 'runtime'>, method: string, req: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
     const fn = (d.runtime as unknown as Record<string, (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void>)[method];
     fn.call(d.runtime, req, new grpc.Metadata(), { deadline: Date.now() + 300_000 }, (e, res) => (e ? reject(e) : resolve(res)));
@@ -164,7 +164,7 @@ async function runPodWithApp(d: Daemon, hostNetwork: boolean, onSandbox: (id: st
   return id;
 }
 
-async function removePod(d: Daemon, id: string): Promise<void> {
+async function removePod(d: Pick<Daemon, 'runtime'>, id: string): Promise<void> {
   await rpc(d, 'StopPodSandbox', { pod_sandbox_id: id });
   await rpc(d, 'RemovePodSandbox', { pod_sandbox_id: id });
 }
@@ -306,7 +306,248 @@ async function memory(d: Daemon): Promise<void> {
   await removePod(d, id);
 }
 
+
+// ---- logs: Docker's json-file -> CRI file, against Docker's own write of the same output ----
+
+const logSizes = SMOKE
+  ? { burst: 20_000, killed: 10_000, chatty: 4, chattyLines: 5_000 }
+  : { burst: 1_000_000, killed: 400_000, chatty: 20, chattyLines: 100_000 };
+
+interface LogDaemon {
+  proc: ChildProcess;
+  runtime: RuntimeServiceClient;
+  dir: string;
+  restart(kill: boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A crishim of its own for the logs section (host-network pods, no CNI), restartable with kill -9. */
+async function startLogDaemon(): Promise<LogDaemon> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-bench-logs-'));
+  const socket = path.join(dir, 'crishim.sock');
+  const args = [
+    path.join(REPO, 'dist', 'main.js'),
+    '--container-runtime-endpoint', `unix://${socket}`,
+    '--root-directory', path.join(dir, 'root'),
+    '--network-plugin', 'none',
+    '--log-level', 'warn',
+    '--log-format', 'json',
+  ];
+  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
+  const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+  const launch = async (): Promise<ChildProcess> => {
+    await fsp.rm(socket, { force: true });
+    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    proc.stderr?.on('data', (c: Buffer) => {
+      // a loss, or a copy through the logs API, would make the figures meaningless: show it
+      if (/were lost|logs API/.test(c.toString())) process.stderr.write(c);
+    });
+    for (let i = 0; i < 400 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
+    if (!existsSync(socket)) throw new Error('crishim (logs) did not start');
+    return proc;
+  };
+  const exit = (p: ChildProcess): Promise<void> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
+  const d: LogDaemon = {
+    proc: await launch(),
+    runtime,
+    dir,
+    async restart(kill) {
+      d.proc.kill(kill ? 'SIGKILL' : 'SIGTERM');
+      await exit(d.proc);
+      d.proc = await launch();
+    },
+    async close() {
+      d.proc.kill('SIGTERM');
+      await exit(d.proc);
+      runtime.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    },
+  };
+  return d;
+}
+
+/** utime + stime of a process, in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = execFileSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const dockerdPid = (): number => Number(execFileSync('cat', ['/var/run/docker.pid'], { encoding: 'utf8' }).trim());
+
+interface Burst {
+  id: string;
+  file: string;
+  lines: number;
+}
+
+async function startBurst(d: LogDaemon, podId: string, podConfig: Record<string, unknown>, name: string, lines: number, logDir: string): Promise<Burst> {
+  const { container_id: id } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
+    pod_sandbox_id: podId,
+    config: { metadata: { name, attempt: 0 }, image: { image: BUSYBOX }, command: ['sh', '-c', `seq 1 ${lines} | sed 's/^/n=/'`], log_path: `${name}.log` },
+    sandbox_config: podConfig,
+  });
+  await rpc(d, 'StartContainer', { container_id: id });
+  return { id, file: path.join(logDir, `${name}.log`), lines };
+}
+
+/**
+ * When Docker wrote the burst's last record to its json-file (the file's mtime). Docker stamps a
+ * record when it reads it from the container, and under load writes it later: the copy can only
+ * start then.
+ */
+async function dockerLastWrite(b: Burst): Promise<number> {
+  const info = await docker.getContainer(b.id).inspect();
+  return (await fsp.stat(info.LogPath)).mtimeMs;
+}
+
+/** Resolves with the wall time (ms) at which the burst's last line is in the CRI file. */
+async function copiedAt(b: Burst, timeoutMs: number): Promise<number> {
+  const want = Buffer.from(` F n=${b.lines}\n`);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const fd = await fsp.open(b.file, 'r').catch(() => undefined);
+    if (fd) {
+      const { size } = await fd.stat();
+      const tail = Buffer.alloc(Math.min(size, want.length));
+      await fd.read(tail, 0, tail.length, size - tail.length);
+      await fd.close();
+      if (tail.equals(want)) return Date.now();
+    }
+    if (Date.now() > deadline) throw new Error(`${b.file}: last line not copied within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+interface BurstCheck {
+  /** '' when every line is there once, in order. */
+  problem: string;
+  /** Docker's times of the first and last record (ms). */
+  firstMs: number;
+  lastMs: number;
+  /** json-file bytes Docker wrote for these records (re-encoded as Docker does). */
+  jsonBytes: number;
+  criBytes: number;
+}
+
+/** Reads the CRI file: n=1..N exactly once and in order, and Docker's own times of the first and last line. */
+async function checkBurst(b: Burst): Promise<BurstCheck> {
+  const text = await fsp.readFile(b.file, 'utf8');
+  let expect = 1;
+  let problem = '';
+  let jsonBytes = 0;
+  let first = '';
+  let last = '';
+  for (const entry of text.split('\n')) {
+    if (!entry) continue;
+    const sp = entry.indexOf(' ');
+    const time = entry.slice(0, sp);
+    const content = entry.slice(sp + ' stdout F '.length);
+    if (!problem && content !== `n=${expect}`) problem = `line ${expect}: got ${JSON.stringify(content.slice(0, 40))}`;
+    expect += 1;
+    first ||= time;
+    last = time;
+    // {"log":"n=1\n","stream":"stdout","time":"..."} + newline
+    jsonBytes += JSON.stringify({ log: `${content}\n`, stream: 'stdout', time }).length + 1;
+  }
+  if (!problem && expect - 1 !== b.lines) problem = `${expect - 1} lines for ${b.lines}`;
+  const ms = (t: string): number => Number(rfc3339Ms(t));
+  return { problem, firstMs: ms(first), lastMs: ms(last), jsonBytes, criBytes: Buffer.byteLength(text) };
+}
+
+/** Milliseconds (with the sub-millisecond part) of an RFC 3339 time with nanoseconds. */
+function rfc3339Ms(t: string): number {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(t);
+  if (!m) return NaN;
+  return Date.parse(`${m[1]}Z`) + Number(`0.${m[2] ?? '0'}`) * 1000;
+}
+
+const mb = (bytes: number): string => (bytes / 1e6).toFixed(1);
+
+async function logs(): Promise<void> {
+  const d = await startLogDaemon();
+  const logDir = path.join(d.dir, 'pods');
+  await fsp.mkdir(logDir, { recursive: true });
+  const config = { ...pod(true), log_directory: logDir };
+  const { pod_sandbox_id: podId } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
+  try {
+    // 1. a burst: exactly once, lag after Docker's last write, throughput and CPU beside dockerd's
+    const cpu0 = { crishim: cpuSeconds(d.proc.pid ?? 0), dockerd: cpuSeconds(dockerdPid()) };
+    const burst = await startBurst(d, podId, config, 'burst', logSizes.burst, logDir);
+    const doneAt = await copiedAt(burst, 600_000);
+    const cpu1 = { crishim: cpuSeconds(d.proc.pid ?? 0), dockerd: cpuSeconds(dockerdPid()) };
+    const wroteAt = await dockerLastWrite(burst);
+    const b = await checkBurst(burst);
+    const dockerS = (b.lastMs - b.firstMs) / 1000;
+    const copyS = (doneAt - b.firstMs) / 1000;
+    record(
+      `logs: ${logSizes.burst.toLocaleString('en')}-line burst (${mb(b.jsonBytes)} MB json-file), exactly once / last line copied after Docker wrote it`,
+      b.problem ? `FAILED: ${b.problem}` : `exactly once, +${((doneAt - wroteAt) / 1000).toFixed(2)} s`,
+      `written in ${dockerS.toFixed(2)} s`,
+      b.problem ? 'lines lost or repeated' : 'ok',
+    );
+    record(
+      'logs: copy throughput vs Docker writing the same json-file',
+      `${(b.jsonBytes / 1e6 / copyS).toFixed(1)} MB/s`,
+      `${(b.jsonBytes / 1e6 / dockerS).toFixed(1)} MB/s`,
+      (dockerS / copyS).toFixed(2),
+    );
+    const perMb = (s: number): string => `${(s / (b.jsonBytes / 1e6)).toFixed(3)} s/MB`;
+    record(
+      'logs: CPU seconds per MB of json-file (crishim copying vs dockerd writing it)',
+      perMb(cpu1.crishim - cpu0.crishim),
+      perMb(cpu1.dockerd - cpu0.dockerd),
+      ((cpu1.crishim - cpu0.crishim) / Math.max(0.01, cpu1.dockerd - cpu0.dockerd)).toFixed(2),
+    );
+
+    // 2. the same with crishim killed -9 in the middle and started again
+    const killed = await startBurst(d, podId, config, 'killed', logSizes.killed, logDir);
+    const half = Math.floor(logSizes.killed / 2);
+    for (;;) {
+      const size = (await fsp.stat(killed.file).catch(() => undefined))?.size ?? 0;
+      // ~48 bytes of CRI file per line ("<time> stdout F n=123456"): restart once about half is copied
+      if (size >= half * 48) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await d.restart(true);
+    const killedDone = await copiedAt(killed, 600_000);
+    const killedWrote = await dockerLastWrite(killed);
+    const k = await checkBurst(killed);
+    record(
+      `logs: ${logSizes.killed.toLocaleString('en')}-line burst, crishim killed -9 and restarted mid-burst`,
+      k.problem ? `FAILED: ${k.problem}` : `exactly once, +${((killedDone - killedWrote) / 1000).toFixed(2)} s`,
+      `written in ${((k.lastMs - k.firstMs) / 1000).toFixed(2)} s`,
+      k.problem ? 'lines lost or repeated' : 'ok',
+    );
+
+    // 3. chatty containers at once: every one complete, and how far apart they finish
+    const chatty = await Promise.all(Array.from({ length: logSizes.chatty }, (_, i) => startBurst(d, podId, config, `chatty${i}`, logSizes.chattyLines, logDir)));
+    const done = await Promise.all(chatty.map((c) => copiedAt(c, 600_000)));
+    const wrote = await Promise.all(chatty.map((c) => dockerLastWrite(c)));
+    const checks = await Promise.all(chatty.map((c) => checkBurst(c)));
+    const lags = checks.map((_, i) => (done[i] - wrote[i]) / 1000);
+    // Docker's own delay: from stamping each container's last record to writing it
+    const dockerDelay = checks.map((c, i) => (wrote[i] - c.lastMs) / 1000);
+    const failed = checks.filter((c) => c.problem).length;
+    record(
+      `logs: ${logSizes.chatty} chatty containers x ${logSizes.chattyLines.toLocaleString('en')} lines at once, last line copied after Docker wrote it, min / max`,
+      `${Math.min(...lags).toFixed(2)} s / ${Math.max(...lags).toFixed(2)} s`,
+      `written in ${Math.max(...checks.map((c) => (c.lastMs - c.firstMs) / 1000)).toFixed(2)} s, stamp-to-write up to ${Math.max(...dockerDelay).toFixed(2)} s`,
+      failed ? `${failed} not exactly once` : `all exactly once, spread ${(Math.max(...lags) - Math.min(...lags)).toFixed(2)} s`,
+    );
+  } finally {
+    await removePod(d, podId).catch(() => undefined);
+    await d.close();
+  }
+}
+
 async function main(): Promise<void> {
+  // --logs-only: just the logs section (its full run takes minutes of its own)
+  if (process.argv.includes('--logs-only')) {
+    await logs();
+    return report();
+  }
   const d = await startDaemon();
   try {
     if (wanted('overhead')) await overhead(d);
@@ -338,6 +579,11 @@ async function main(): Promise<void> {
     }
     await fsp.rm(d.dir, { recursive: true, force: true });
   }
+  await logs();
+  await report();
+}
+
+async function report(): Promise<void> {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const header: Row = ['measure', 'crishim', 'raw Docker', 'ratio / result'];
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i].length)));

@@ -25,6 +25,10 @@ export interface Config {
   logFormat: LogFormat;
   /** A pull that reports no progress for this long is cancelled. */
   imagePullProgressDeadlineSeconds: number;
+  /** Docker json-file `max-size` of containers we create (e.g. `10m`): its rotation size. */
+  containerLogMaxSize: string;
+  /** Docker json-file `max-file` (at least 2): rotated files kept before Docker deletes the oldest. */
+  containerLogMaxFiles: number;
   /** `--version`: print versions (ours, CRI, Docker API in use) and exit. */
   printVersion?: boolean;
 }
@@ -49,6 +53,10 @@ export const DEFAULTS: Config = {
   logLevel: 'info',
   logFormat: 'text',
   imagePullProgressDeadlineSeconds: 60,
+  // kubelet's own container log defaults; at Docker's write rate (~30 MB/s here) a file stays
+  // on disk for over a second after its rotation, long enough for the copy to open it
+  containerLogMaxSize: '10m',
+  containerLogMaxFiles: 5,
 };
 
 /** Our levels, plus the logrus names cri-dockerd units pass, mapped to the nearest of ours. */
@@ -87,6 +95,21 @@ function oneOf<T extends string>(name: string, allowed: readonly T[]) {
   };
 }
 
+/** Docker's size syntax for log-opts: a number with an optional k, m or g unit; at least 1 MiB (smaller rotates too often to follow). */
+export function logSize(value: string): string {
+  const m = /^(\d+)([kmg]?)$/i.exec(value.trim());
+  const units: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+  if (!m || Number(m[1]) * units[m[2].toLowerCase()] < 1024 ** 2) throw new InvalidArgumentError('must be a size of at least 1m, e.g. 10m or 1g');
+  return `${m[1]}${m[2].toLowerCase()}`;
+}
+
+/** max-file 1 makes Docker truncate the file in place instead of rotating it: nothing could follow that. */
+function logFiles(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 2) throw new InvalidArgumentError('must be an integer of at least 2');
+  return n;
+}
+
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
@@ -120,7 +143,9 @@ export function buildCli(): Command {
     .addOption(new Option('--metrics-bind-address <addr>', 'host:port for Prometheus /metrics').default(d.metricsBindAddress, 'off'))
     .addOption(new Option('--log-level <level>', 'error, warn, info or debug (also warning, trace, fatal, panic)').argParser(logLevel).default(d.logLevel))
     .addOption(new Option('--log-format <format>', 'text or json').argParser(oneOf('--log-format', ['text', 'json'] as const)).default(d.logFormat))
-    .addOption(new Option('--image-pull-progress-deadline <seconds>', 'cancel a pull that makes no progress for this long').argParser(positiveInt).default(d.imagePullProgressDeadlineSeconds));
+    .addOption(new Option('--image-pull-progress-deadline <seconds>', 'cancel a pull that makes no progress for this long').argParser(positiveInt).default(d.imagePullProgressDeadlineSeconds))
+    .addOption(new Option('--container-log-max-size <size>', "Docker json-file max-size of new containers (its rotation size)").argParser(logSize).default(d.containerLogMaxSize))
+    .addOption(new Option('--container-log-max-files <n>', 'Docker json-file max-file of new containers (at least 2)').argParser(logFiles).default(d.containerLogMaxFiles));
 }
 
 interface CliOptions {
@@ -144,6 +169,8 @@ interface CliOptions {
   logLevel: string;
   logFormat: LogFormat;
   imagePullProgressDeadline: number;
+  containerLogMaxSize: string;
+  containerLogMaxFiles: number;
   version?: boolean;
 }
 
@@ -173,6 +200,8 @@ export function parseConfig(argv: string[], cli: Command = buildCli()): Config {
     logLevel: o.logLevel,
     logFormat: o.logFormat,
     imagePullProgressDeadlineSeconds: o.imagePullProgressDeadline,
+    containerLogMaxSize: o.containerLogMaxSize,
+    containerLogMaxFiles: o.containerLogMaxFiles,
     printVersion: o.version === true,
   };
 }

@@ -3,12 +3,15 @@ import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
 import { createLogManager } from './cri/container-logs';
+import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './cri/docker-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
-import { connectDocker, instrumentDocker } from './docker/client';
+import { connectDocker, dockerOptions, instrumentDocker } from './docker/client';
 import { createEngineInfo, refreshOnDaemonEvents } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
+import { detectCapabilityGrant } from './docker/capabilities';
+import { describeGrant } from './cri/privileged';
 import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
@@ -58,6 +61,16 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     });
   }
 
+  // probed once: Docker's Privileged fails every container where dockerd lacks a capability
+  const capabilities = await detectCapabilityGrant(
+    engine.current().apiVersion ?? client.apiVersion,
+    // a tcp endpoint has no socket path: a remote dockerd's bounding set is unknown
+    dockerOptions({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }).socketPath,
+  );
+  const grantLine = describeGrant(capabilities);
+  if (capabilities.dockerPrivilegedWorks) logger.info(grantLine.message, grantLine.meta);
+  else logger.warn(grantLine.message, grantLine.meta);
+
   const checkpoints = await createCheckpointStore(path.join(config.rootDirectory, 'sandbox'), logger);
   const network = instrumentNetwork(createNetworkPlugin({
     plugin: config.networkPlugin,
@@ -73,10 +86,15 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
   const state = createStateStore(client.api, logger);
   watchContainerMutations(client.api, (ref) => state.invalidate(ref));
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state };
+  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
-  const logs = createLogManager(client.api, logger);
+  // Docker's json-files are readable only when Docker runs on this host (a unix socket)
+  const endpoint = config.dockerEndpoint || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+  const dockerIsLocal = endpoint.startsWith('unix://') || endpoint.startsWith('/');
+  const logs = createLogManager(client.api, logger, {
+    positions: dockerIsLocal ? createLogPositionStore(path.join(config.rootDirectory, 'container-logs')) : undefined,
+  });
   await resumeLogCopies(deps, logs);
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));
   const daemonEvents = refreshOnDaemonEvents(engine, client.api, logger);
@@ -158,6 +176,10 @@ async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof create
     deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
     return;
   }
+  // positions of containers removed while crishim was down
+  await logs.prune(new Set(containers.map((c) => c.Id))).catch((err: Error) => {
+    deps.logger.warn('cannot prune saved container log positions', { error: err.message });
+  });
   for (const c of containers) {
     const logPath = c.Labels[CONTAINER_LOGPATH_LABEL];
     if (!logPath || c.State === 'created') continue;

@@ -3,11 +3,16 @@ import * as path from 'path';
 import type * as Docker from '../docker/types';
 import { invalidArgument } from '../errors';
 import type { RuntimeReq } from '../server/rpc';
+import { DEFAULTS, type Config } from '../config';
 import type { ServiceDeps } from './deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { checkCpuset } from './validation';
 import { HUGEPAGE_LIMITS_LABEL } from './labels';
 import { isWithin } from '../logging/safe-path';
+import { computeCapabilityGrant, type CapabilityGrant } from '../docker/capabilities';
+import { capabilityFields, hostDevices, privilegedFields } from './privileged';
+import { dockerStopSignal } from './stop-signal';
+import { auditContainerConfig, dockerMounts, needsMountApi } from './field-audit';
 
 /** Translation of a CRI ContainerConfig into Docker create options (no I/O but path checks). */
 
@@ -190,7 +195,9 @@ function realMountSource(p: string): string {
 /** `host:container[:opts]` bind specs; refuses missing sources and crishim's own state. */
 export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>): string[] {
   const protectedDirs = [path.resolve(deps.config.rootDirectory)];
-  return mounts.map((m, i) => {
+  return mounts.flatMap((m, i) => {
+    // image volumes have no host path; dockerMounts gives them to Docker
+    if (m.image?.image) return [];
     const field = `config.mounts[${i}]`;
     if (!m.container_path || !path.isAbsolute(m.container_path)) throw invalidArgument(`${field}.container_path must be an absolute path`);
     if (!m.host_path) throw invalidArgument(`${field}.host_path must be set`);
@@ -205,11 +212,13 @@ export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>):
       throw invalidArgument(`${field}.host_path ${host} resolves to ${real}, inside crishim's own state directory, and cannot be mounted`);
     }
     if (host.includes(':') || m.container_path.includes(':')) throw invalidArgument(`${field}: paths with ':' are not supported by Docker binds`);
+    // a bind string cannot say "recursively read-only": dockerMounts takes it
+    if (needsMountApi(m)) return [];
     const opts = [m.readonly ? 'ro' : 'rw'];
     if (m.selinux_relabel) opts.push('Z');
     const prop = PROPAGATION[m.propagation] ?? '';
     if (prop) opts.push(prop);
-    return `${real}:${m.container_path}:${opts.join(',')}`;
+    return [`${real}:${m.container_path}:${opts.join(',')}`];
   });
 }
 
@@ -223,7 +232,8 @@ function userSpec(sec: NonNullable<NonNullable<ContainerConfig['linux']>['securi
   return group !== undefined ? `${user}:${group}` : user;
 }
 
-function selinuxOpts(o: { user: string; role: string; type: string; level: string } | null | undefined): string[] {
+/** Docker `label=` options for a CRI SELinuxOption (Docker ignores them where SELinux is off). */
+export function selinuxOpts(o: { user: string; role: string; type: string; level: string } | null | undefined): string[] {
   if (!o) return [];
   const out: string[] = [];
   if (o.user) out.push(`label=user:${o.user}`);
@@ -235,7 +245,7 @@ function selinuxOpts(o: { user: string; role: string; type: string; level: strin
 
 /** Docker's signal names for the CRI enum (`SIGNAL_SIGTERM` -> `SIGTERM`). */
 export function stopSignalOf(sig: string | undefined): string | undefined {
-  return sig && sig !== 'SIGNAL_RUNTIME_DEFAULT' ? sig.replace(/^SIGNAL_/, '') : undefined;
+  return dockerStopSignal(sig);
 }
 
 /** PidMode for the container's namespace option (POD shares the pause container's). */
@@ -253,23 +263,47 @@ function pidMode(mode: string | undefined, sandboxId: string, targetId: string |
   }
 }
 
+/** The start-up capability grant; without one (unit tests, older wiring) Docker's privileged mode is trusted. */
+function grantOf(deps: Partial<Pick<ServiceDeps, 'capabilities' | 'engine'>>): CapabilityGrant {
+  return deps.capabilities ?? computeCapabilityGrant(deps.engine?.current().apiVersion, undefined, 'not detected');
+}
+
 export interface SandboxContext {
   id: string;
   cgroupParent?: string;
   runtime?: string;
 }
 
+/**
+ * The CRI log copy follows Docker's json-file (src/logs/): bounded by the --container-log-max-*
+ * flags, uncompressed whatever daemon.json says (the copy reads plain json lines).
+ */
+export function jsonFileLogConfig(config: Partial<Pick<Config, 'containerLogMaxSize' | 'containerLogMaxFiles'>>): Docker.HostConfig['LogConfig'] {
+  return {
+    Type: 'json-file',
+    Config: {
+      'max-size': config.containerLogMaxSize ?? DEFAULTS.containerLogMaxSize,
+      'max-file': String(config.containerLogMaxFiles ?? DEFAULTS.containerLogMaxFiles),
+      compress: 'false',
+    },
+  };
+}
+
 /** Builds the create options; the caller adds name, labels and the image. */
 export function dockerContainerSpec(
   config: ContainerConfig,
   sandbox: SandboxContext,
-  deps: Pick<ServiceDeps, 'config' | 'oomScoreAdjFloor'> & Partial<Pick<ServiceDeps, 'engine'>>,
+  deps: Pick<ServiceDeps, 'config' | 'oomScoreAdjFloor'> & Partial<Pick<ServiceDeps, 'engine' | 'capabilities'>>,
   /** Security options read from files beforehand (security.ts `resolveSeccomp`); required for a Localhost seccomp profile. */
   loaded: { seccomp?: string[] } = {},
 ): Docker.ContainerCreateOptions {
   const linux = config.linux;
   const sec = linux?.security_context;
   const ns = sec?.namespace_options;
+  auditContainerConfig(config, deps.engine?.current().apiVersion);
+  const privileged = sec?.privileged ?? false;
+  const containerRef = `container ${config.metadata?.name ?? ''} in pod sandbox ${sandbox.id}`;
+  const grant = grantOf(deps);
   const hostConfig: Docker.HostConfig = {
     // the pod's containers share the pause container's network and IPC namespaces
     NetworkMode: `container:${sandbox.id}`,
@@ -281,24 +315,35 @@ export function dockerContainerSpec(
       PathInContainer: d.container_path,
       CgroupPermissions: d.permissions || 'rwm',
     })),
-    Privileged: sec?.privileged ?? false,
+    Privileged: false,
     ReadonlyRootfs: sec?.readonly_rootfs ?? false,
-    CapAdd: sec?.capabilities?.add_capabilities?.length ? sec.capabilities.add_capabilities : undefined,
-    CapDrop: sec?.capabilities?.drop_capabilities?.length ? sec.capabilities.drop_capabilities : undefined,
+    ...(privileged ? {} : capabilityFields(sec?.capabilities, grant, containerRef)),
     GroupAdd: sec?.supplemental_groups?.length ? sec.supplemental_groups.map(String) : undefined,
     SecurityOpt: [
       ...(sec?.no_new_privs ? ['no-new-privileges'] : []),
-      ...(loaded.seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
-      ...apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile),
+      // a privileged container runs without seccomp and AppArmor whatever profile it names
+      ...(privileged ? [] : (loaded.seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path))),
+      ...(privileged ? [] : apparmorSecurityOpt(sec?.apparmor, sec?.apparmor_profile)),
       ...selinuxOpts(sec?.selinux_options),
     ],
-    // the CRI log copier reads Docker's json-file log; bound it, the CRI file is the record
-    LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+    LogConfig: jsonFileLogConfig(deps.config),
     RestartPolicy: { Name: 'no' },
     ...dockerResources(linux?.resources, deps.oomScoreAdjFloor, cgroupVersionOf(deps.engine)),
   };
-  if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
-  if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;
+  if (privileged) {
+    const p = privilegedFields(grant, () => hostDevices());
+    // a requested device keeps its own mapping; runc would refuse the path twice
+    const requested: Docker.DeviceMapping[] = hostConfig.Devices ?? [];
+    const asked = new Set(requested.map((d) => d.PathInContainer));
+    const host: Docker.DeviceMapping[] = p.Devices ?? [];
+    const devices = [...requested, ...host.filter((d) => !asked.has(d.PathInContainer))];
+    Object.assign(hostConfig, { ...p, Devices: devices, SecurityOpt: [...(hostConfig.SecurityOpt ?? []), ...(p.SecurityOpt ?? [])] });
+  } else {
+    if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
+    if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;
+  }
+  const apiMounts = dockerMounts(config.mounts ?? []);
+  if (apiMounts.length) hostConfig.Mounts = apiMounts;
   if (sandbox.cgroupParent) hostConfig.CgroupParent = sandbox.cgroupParent;
   if (sandbox.runtime) hostConfig.Runtime = sandbox.runtime;
 

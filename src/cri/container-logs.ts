@@ -1,24 +1,34 @@
-import { lstatSync } from 'fs';
+import { accessSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
 import type { DockerApi } from '../docker/client';
-import { CriLogFile, lastEntries, type LogStream } from '../logging/cri-log';
+import { CriLogFile, lastEntries, truncateToMark, type LogStream } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
+import { startJsonFileCopy, type JsonFileCopy } from '../logs/json-file-copy';
+import type { RecordFilter } from '../logs/json-file-records';
+import type { LogPositionStore } from '../logs/log-positions';
 import { isDockerNotFound, isDockerUnreachable } from '../docker/errors';
 import { rfc3339ToNanos } from './time';
 
 /**
- * Copies each container's output from Docker (json-file driver, read through the
- * logs API with timestamps) into its CRI log file. One follower per container;
- * it resumes after the last entry already in the file, so a daemon restart, a
- * container restart or a Docker outage appends without loss or duplicates.
+ * Copies each container's output from Docker's json-file log into its CRI log file, one
+ * follower per container, in one of two ways:
+ * - local (Docker on this host, `LogPath` readable): the json-file itself is followed across
+ *   Docker's rotations with an exact, persisted position (src/logs/), so restarts of crishim,
+ *   of the container or of Docker resume at the byte;
+ * - logs API (a remote Docker): the logs stream with timestamps, resumed after the last entry
+ *   already in the CRI file (exact unless Docker's own follow repeats or drops records).
  */
 export interface LogManager {
   /** Starts copying (no-op when already copying). */
   follow(containerId: string, logPath: string, tty: boolean): void;
   /** Reopens the file after the kubelet rotated it; false when nothing copies for this container. */
   reopen(containerId: string): boolean;
-  /** Stops copying (container removed). */
+  /** Stops copying (shutdown); the saved position stays for the next start. */
   stop(containerId: string): void;
+  /** Stops copying and forgets the saved position (container removed). */
+  remove(containerId: string): Promise<void>;
+  /** Forgets saved positions of containers not in `keep` (removed while crishim was down). */
+  prune(keep: ReadonlySet<string>): Promise<void>;
   /** Resolves when the follower for a container has drained (tests, shutdown). */
   idle(containerId: string): Promise<void>;
   closeAll(): void;
@@ -28,6 +38,11 @@ export interface LogManagerOptions {
   /** First and longest wait between attempts while Docker is unreachable. */
   retryMinMs?: number;
   retryMaxMs?: number;
+  /**
+   * Follow Docker's json-file directly (Docker runs on this host), saving positions here.
+   * Without it every copy goes through the logs API.
+   */
+  positions?: LogPositionStore;
 }
 
 /**
@@ -164,7 +179,10 @@ class ResumePoint {
 }
 
 interface Follower {
-  file: CriLogFile;
+  /** Opened once the mode is known (the local mode first cuts the file back to its saved size). */
+  file?: CriLogFile;
+  /** The local copy, when this follower reads the json-file itself. */
+  copy?: JsonFileCopy;
   done: Promise<void>;
   /** Aborts the current stream or wait. */
   interrupt: () => void;
@@ -175,29 +193,55 @@ interface Follower {
 
 type LogsStream = NodeJS.ReadableStream & { destroy(): void };
 
+/** Start time of a process (field 22 of /proc/<pid>/stat), which tells it from a later one reusing the pid. */
+function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * For a CRI file an older crishim wrote without saving positions: drops the records up to its
+ * last entry (those with an earlier time, and as many with the same time as the file holds).
+ */
+export function skipUpTo(last: { timestamp: string; count: number } | undefined): RecordFilter | undefined {
+  if (!last) return undefined;
+  let same = last.count;
+  let past = false;
+  return (time) => {
+    if (past || time > last.timestamp) return (past = true);
+    if (time < last.timestamp) return false;
+    if (same > 0) {
+      same -= 1;
+      return false;
+    }
+    return (past = true);
+  };
+}
+
 export function createLogManager(docker: DockerApi, logger: Logger, opts: LogManagerOptions = {}): LogManager {
   const followers = new Map<string, Follower>();
   const retryMinMs = opts.retryMinMs ?? 1000;
   const retryMaxMs = opts.retryMaxMs ?? 30_000;
 
-  const start = (containerId: string, logPath: string, tty: boolean): void => {
-    const log = logger.child({ containerId: shortId(containerId) });
-    // a symlink here is cri-dockerd's link to Docker's own json log: never write through it
-    if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
-      log.info('container log path is a symlink (cri-dockerd container); not copying logs', { logPath });
-      return;
-    }
+  /** The logs-API copy (remote Docker, or a json-file not readable here). */
+  const copyThroughApi = (containerId: string, logPath: string, tty: boolean, log: Logger, f: Follower): Promise<void> => {
     let file: CriLogFile;
     try {
       file = new CriLogFile(logPath);
     } catch (err) {
       log.error('cannot open container log file', { logPath, error: (err as Error).message });
-      return;
+      finish(containerId, f);
+      return Promise.resolve();
     }
+    f.file = file;
     const last = lastEntries(logPath);
     const resume = new ResumePoint(last ? BigInt(rfc3339ToNanos(last.timestamp)) : 0n, last?.count ?? 0);
     let interruptWait: (() => void) | undefined;
-    const f: Follower = { file, stopped: false, kicked: false, interrupt: () => interruptWait?.(), done: Promise.resolve() };
+    f.interrupt = () => interruptWait?.();
 
     const onRecord: RecordHandler = (stream, timestamp, message) => {
       if (!DOCKER_TIMESTAMP.test(timestamp)) {
@@ -206,7 +250,7 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
       }
       if (f.stopped || !resume.accept(BigInt(rfc3339ToNanos(timestamp)))) return;
       try {
-        f.file.write(timestamp, stream, message);
+        file.write(timestamp, stream, message);
       } catch (err) {
         // thrown from a stream event handler it would take the daemon down
         log.error('cannot write container log file', { logPath, error: (err as Error).message });
@@ -277,12 +321,6 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
         };
       });
 
-    /** Ends this follower; called in the same tick as the last check, so any later follow() starts a new one. */
-    const finish = (): void => {
-      f.file.close();
-      if (followers.get(containerId) === f) followers.delete(containerId);
-    };
-
     /** Copies until the container has exited and its output is drained, retrying while Docker is unreachable. */
     const run = async (): Promise<void> => {
       let delay = retryMinMs;
@@ -319,23 +357,122 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
           await backoff();
         }
       }
-      finish();
+      finish(containerId, f);
     };
 
-    f.done = run();
+    return run();
+  };
+
+  /** Ends a follower; called in the same tick as the last check, so any later follow() starts a new one. */
+  const finish = (containerId: string, f: Follower): void => {
+    f.file?.close();
+    if (followers.get(containerId) === f) followers.delete(containerId);
+  };
+
+  /**
+   * Docker's json-file of the container when this host can read it (and it is plain json-file,
+   * not compressed); undefined sends the copy through the logs API.
+   */
+  const localJsonFile = async (containerId: string, log: Logger): Promise<string | undefined> => {
+    let why: string;
+    try {
+      const info = await docker.getContainer(containerId).inspect();
+      const logConfig = info.HostConfig?.LogConfig;
+      if (!info.LogPath) why = 'docker reports no json-file for it';
+      else if (logConfig?.Type !== 'json-file') why = `its log driver is ${logConfig?.Type ?? 'unknown'}`;
+      else if (logConfig.Config?.compress === 'true') why = 'its rotated json-files are compressed';
+      else {
+        accessSync(info.LogPath, fsConstants.R_OK);
+        return info.LogPath;
+      }
+    } catch (err) {
+      why = (err as Error).message;
+    }
+    // degraded: the logs API gives no position to resume at exactly
+    log.warn('container json-file not readable here; copying its logs through the Docker logs API', { reason: why });
+    return undefined;
+  };
+
+  /** The local copy: restarted when the container is started again just as the copy ended. */
+  const copyLocally = async (containerId: string, logPath: string, jsonPath: string, positions: LogPositionStore, log: Logger, f: Follower): Promise<void> => {
+    const saved = positions.load(containerId);
+    let skip: RecordFilter | undefined;
+    try {
+      if (saved) {
+        const cut = truncateToMark(logPath, saved.cri);
+        if (cut?.dropped) log.info('dropped CRI log entries written after the last saved position; they are copied again', { file: cut.path, bytes: cut.dropped });
+      }
+      f.file = new CriLogFile(logPath);
+      // a CRI file without a saved position was written by an older crishim: go on after its last entry
+      if (!saved && f.file.mark().size > 0) skip = skipUpTo(lastEntries(logPath));
+    } catch (err) {
+      log.error('cannot open container log file', { logPath, error: (err as Error).message });
+      finish(containerId, f);
+      return;
+    }
+    // an idle copy asks whether the container still runs every second: the process table answers
+    // that without a Docker call while the container's main process lives
+    let main: { pid: number; started: string } | undefined;
+    const isRunning = async (): Promise<boolean | undefined> => {
+      if (main && processStart(main.pid) === main.started) return true;
+      try {
+        const state = (await docker.getContainer(containerId).inspect()).State;
+        const started = state.Running && state.Pid > 0 ? processStart(state.Pid) : undefined;
+        main = started ? { pid: state.Pid, started } : undefined;
+        return state.Running;
+      } catch (err) {
+        return isDockerNotFound(err) ? false : undefined;
+      }
+    };
+    for (let first = true; ; first = false) {
+      f.kicked = false;
+      const copy = startJsonFileCopy({
+        containerId,
+        jsonPath,
+        file: f.file,
+        positions,
+        saved: first ? saved : positions.load(containerId),
+        skip: first ? skip : undefined,
+        isRunning,
+        log,
+      });
+      f.copy = copy;
+      f.interrupt = () => copy.stop();
+      await copy.done;
+      if (f.stopped || !f.kicked) break;
+    }
+    finish(containerId, f);
+  };
+
+  const start = (containerId: string, logPath: string, tty: boolean): void => {
+    const log = logger.child({ containerId: shortId(containerId) });
+    // a symlink here is cri-dockerd's link to Docker's own json log: never write through it
+    if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      log.info('container log path is a symlink (cri-dockerd container); not copying logs', { logPath });
+      return;
+    }
+    const f: Follower = { stopped: false, kicked: false, interrupt: () => undefined, done: Promise.resolve() };
+    const positions = opts.positions;
+    f.done = (async () => {
+      const jsonPath = positions ? await localJsonFile(containerId, log) : undefined;
+      if (f.stopped) return;
+      if (jsonPath && positions) await copyLocally(containerId, logPath, jsonPath, positions, log, f);
+      else await copyThroughApi(containerId, logPath, tty, log, f);
+    })();
     followers.set(containerId, f);
   };
 
   return {
     follow(containerId, logPath, tty) {
       const f = followers.get(containerId);
-      if (f) f.kicked = true;
-      else start(containerId, logPath, tty);
+      if (!f) start(containerId, logPath, tty);
+      else if (!f.copy?.kick()) f.kicked = true;
     },
     reopen(containerId) {
       const f = followers.get(containerId);
       if (!f) return false;
-      f.file.reopen();
+      // before the file is open there is nothing to reopen: it will be opened at the new path
+      f.file?.reopen();
       return true;
     },
     stop(containerId) {
@@ -343,8 +480,17 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
       if (!f) return;
       f.stopped = true;
       f.interrupt();
-      f.file.close();
+      f.file?.close();
       followers.delete(containerId);
+    },
+    async remove(containerId) {
+      // a save still in flight may land after this; the next start-up prunes it
+      this.stop(containerId);
+      await opts.positions?.remove(containerId);
+    },
+    async prune(keep) {
+      if (!opts.positions) return;
+      for (const id of await opts.positions.list()) if (!keep.has(id) && !followers.has(id)) await opts.positions.remove(id);
     },
     async idle(containerId) {
       await followers.get(containerId)?.done;

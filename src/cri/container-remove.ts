@@ -12,7 +12,7 @@ import { checkId } from './validation';
 export async function removeContainerFully(deps: ServiceDeps, logs: LogManager, id: string): Promise<void> {
   const info = await findContainer(deps, id);
   if (!info) return;
-  logs.stop(info.Id);
+  await logs.remove(info.Id);
   try {
     await removeDockerContainer(deps, info.Id);
   } catch (err) {

@@ -8,6 +8,8 @@ import { CONTAINER_LOGPATH_LABEL, CONTAINER_NAME_LABEL, CREATED_LABEL, SANDBOX_I
 import { parseName } from './naming';
 import { rfc3339ToNanos } from './time';
 import { checkId } from './validation';
+import { containerUser } from './container-user';
+import { criStopSignal } from './stop-signal';
 
 export type CriContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
 export type CriContainerStatus = NonNullable<RuntimeRes<'ContainerStatus'>['status']>;
@@ -86,6 +88,8 @@ export function statusFromInspect(info: Docker.ContainerInspectInfo, hugepages: 
         propagation: PROPAGATION[m.Propagation] ?? 'PROPAGATION_PRIVATE',
       })),
     log_path: labels[CONTAINER_LOGPATH_LABEL] ?? '',
+    // dockerode's inspect type lacks StopSignal, which Docker returns when the request or image set one
+    stop_signal: criStopSignal((info.Config as { StopSignal?: string }).StopSignal),
     resources: {
       linux: {
         cpu_period: String(hc.CpuPeriod ?? 0),
@@ -118,6 +122,7 @@ export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup = defa
     const info = await mustFindContainer(deps, id);
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
     const out: RuntimeRes<'ContainerStatus'> = { status: statusFromInspect(info, await appliedHugepages(info, hugetlb)), info: {} };
+    if (info.State.Running) out.status!.user = (await containerUser(info.State.Pid, info.Id)) ?? null;
     if (req.verbose) {
       out.info = {
         info: JSON.stringify({

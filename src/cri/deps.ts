@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { CheckpointStore } from '../checkpoint/store';
 import type { DockerApi } from '../docker/client';
+import type { CapabilityGrant } from '../docker/capabilities';
 import type { EngineInfo } from '../docker/engine-info';
 import type { Logger } from '../logging/logger';
 import type { NetworkPlugin } from '../network/types';
@@ -25,4 +26,6 @@ export interface ServiceDeps {
   ownPorts?: Set<number>;
   /** The event-fed view List and Status read (src/state/); without it they ask Docker each time. */
   state?: StateStore;
+  /** What privileged containers and `ALL` can be given here, detected once at start-up. */
+  capabilities?: CapabilityGrant;
 }

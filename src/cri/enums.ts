@@ -1,5 +1,5 @@
 import * as protobuf from 'protobufjs';
-import { PROTO_PATH } from '../server/proto';
+import { criProtoRoot } from '../server/proto';
 import { invalidArgument } from '../errors';
 
 /**
@@ -10,15 +10,9 @@ import { invalidArgument } from '../errors';
  * field, wherever it is, before a handler acts on it.
  */
 
-let root: protobuf.Root | undefined;
+/** The same parse of the proto the gRPC server loaded (embedded in the single executable, so no file is opened). */
 function lookup(typeName: string): protobuf.Type {
-  if (!root) {
-    // the same file the gRPC server loads at start-up; parsed once
-    // keepCase: field names as the loader delivers them (port_mappings, not portMappings)
-    root = new protobuf.Root().loadSync(PROTO_PATH, { keepCase: true });
-    root.resolveAll();
-  }
-  return root.lookupType(typeName);
+  return criProtoRoot().lookupType(typeName);
 }
 
 function checkValue(field: protobuf.Field, value: unknown, where: string): void {

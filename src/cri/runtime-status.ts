@@ -1,6 +1,7 @@
 import { VERSION } from '../config';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { RUNTIME_FEATURES, runtimeHandlers } from './runtime-features';
 
 /** Served from cached state: the kubelet polls Status every few seconds. */
 export function status(deps: ServiceDeps) {
@@ -38,6 +39,6 @@ export function status(deps: ServiceDeps) {
         sandboxOomScoreAdj: deps.sandboxOomScoreAdj,
       });
     }
-    return { status: { conditions }, info, runtime_handlers: [], features: null };
+    return { status: { conditions }, info, runtime_handlers: runtimeHandlers(engine), features: RUNTIME_FEATURES };
   };
 }

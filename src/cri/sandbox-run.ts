@@ -13,6 +13,8 @@ import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_H
 import { sandboxName, withRandomSuffix } from './naming';
 import { apparmorSecurityOpt, resolveSeccomp, seccompSecurityOpt } from './security';
 import { checkEnums } from './enums';
+import { auditSandboxConfig } from './field-audit';
+import { selinuxOpts } from './container-config';
 import { nowNanos } from './time';
 import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from './validation';
 
@@ -88,6 +90,7 @@ function validateConfig(req: Request): SandboxConfig {
   checkDnsConfig(config.dns_config);
   checkCgroupParent('config.linux.cgroup_parent', config.linux?.cgroup_parent);
   checkSysctls('config.linux.sysctls', config.linux?.sysctls);
+  auditSandboxConfig(config);
   return config;
 }
 
@@ -122,6 +125,7 @@ export function hostConfigFor(
     SecurityOpt: [
       ...(seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
       ...apparmorSecurityOpt(sec?.apparmor, undefined),
+      ...selinuxOpts(sec?.selinux_options),
     ],
     RestartPolicy: { Name: 'no' },
   };

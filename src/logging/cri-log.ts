@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as path from 'path';
 import { openLogForAppend } from './safe-path';
 
 /**
@@ -84,6 +85,36 @@ function countLast(lines: string[]): { entries: LastEntries; complete: boolean }
   return timestamp === undefined ? undefined : { entries: { timestamp, count }, complete: false };
 }
 
+/** Where a CRI file stood when a copy position was saved (see src/logs/log-positions.ts). */
+export interface CriFileMark {
+  ino: number;
+  size: number;
+}
+
+/**
+ * Cuts a CRI log file back to a saved size: what was appended after the save is about to be
+ * copied again. After a kubelet rotation the saved inode lives under another name in the same
+ * directory (`0.log.<time>`), so that file is looked for there.
+ */
+export function truncateToMark(file: string, mark: CriFileMark): { path: string; dropped: number } | undefined {
+  const candidates = [file];
+  const dir = path.dirname(file);
+  try {
+    for (const n of fs.readdirSync(dir)) if (path.join(dir, n) !== file) candidates.push(path.join(dir, n));
+  } catch {
+    return undefined;
+  }
+  for (const p of candidates) {
+    // lstat: a symlink planted in the log directory is never the file we wrote
+    const st = fs.lstatSync(p, { throwIfNoEntry: false });
+    if (!st?.isFile() || st.ino !== mark.ino) continue;
+    if (st.size <= mark.size) return { path: p, dropped: 0 };
+    fs.truncateSync(p, mark.size);
+    return { path: p, dropped: st.size - mark.size };
+  }
+  return undefined;
+}
+
 /**
  * Appends CRI entries to a file; `reopen` follows a rename by the kubelet's log rotation.
  * Once closed it ignores writes, reopens and further closes: a file descriptor number is
@@ -92,9 +123,28 @@ function countLast(lines: string[]): { entries: LastEntries; complete: boolean }
  */
 export class CriLogFile {
   private fd: number | undefined;
+  /** The file the descriptor is open on, and its size counting our own appends. */
+  private ino = 0;
+  private bytes = 0;
+  /** Bumped by each reopen: an append that started before it counts for the old file. */
+  private gen = 0;
+  /** Appends in flight hold their descriptor open past a reopen or close. */
+  private inflight = 0;
+  private retired: number[] = [];
 
   constructor(readonly file: string) {
     this.fd = openLogForAppend(file);
+    this.stat();
+  }
+
+  /** Inode and size of the file now appended to (a copy position records them). */
+  mark(): CriFileMark {
+    return { ino: this.ino, size: this.bytes };
+  }
+
+  /** Changes with each reopen. */
+  generation(): number {
+    return this.gen;
   }
 
   /** Synchronous on purpose: an entry is either before or after a reopen, never lost between. */
@@ -103,19 +153,62 @@ export class CriLogFile {
     if (fd === undefined) return;
     const data = criEntries(timestamp, stream, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
     for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
+    this.bytes += data.length;
+  }
+
+  /**
+   * Appends ready-made entries without blocking the event loop; the caller awaits it before
+   * reading more (back-pressure). A reopen meanwhile lets this append finish in the old file.
+   */
+  async append(data: Buffer): Promise<void> {
+    const fd = this.fd;
+    if (fd === undefined || data.length === 0) return;
+    const gen = this.gen;
+    this.inflight += 1;
+    try {
+      for (let off = 0; off < data.length; ) off += await writeAt(fd, data, off);
+      if (gen === this.gen) this.bytes += data.length;
+    } finally {
+      this.inflight -= 1;
+      if (this.inflight === 0) this.closeRetired();
+    }
   }
 
   reopen(): void {
     if (this.fd === undefined) return;
     const next = openLogForAppend(this.file);
-    fs.closeSync(this.fd);
+    this.retire(this.fd);
     this.fd = next;
+    this.gen += 1;
+    this.stat();
   }
 
   close(): void {
     const fd = this.fd;
     if (fd === undefined) return;
     this.fd = undefined;
-    fs.closeSync(fd);
+    this.retire(fd);
   }
+
+  private stat(): void {
+    if (this.fd === undefined) return;
+    const st = fs.fstatSync(this.fd);
+    this.ino = st.ino;
+    this.bytes = st.size;
+  }
+
+  private retire(fd: number): void {
+    this.retired.push(fd);
+    if (this.inflight === 0) this.closeRetired();
+  }
+
+  private closeRetired(): void {
+    for (const fd of this.retired.splice(0)) fs.closeSync(fd);
+  }
+}
+
+function writeAt(fd: number, data: Buffer, off: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    fs.write(fd, data, off, data.length - off, null, (err, written) => (err ? reject(err) : resolve(written)));
+  });
 }

@@ -17,13 +17,24 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 export const PROTO_PATH = assetPath('proto/runtime/v1/api.proto');
 
 let cached: ProtoGrpcType | undefined;
+let parsedRoot: protobuf.Root | undefined;
+
+/**
+ * The CRI proto as protobufjs reflection, field names as the loader delivers them (keepCase).
+ * Parsed from text, not loaded by file name, so the single executable can hand over its
+ * embedded copy; api.proto imports nothing, and keepCase is the one option that acts at parse time.
+ */
+export function criProtoRoot(): protobuf.Root {
+  if (!parsedRoot) {
+    parsedRoot = protobuf.parse(readAsset('proto/runtime/v1/api.proto'), { keepCase: true }).root;
+    parsedRoot.resolveAll();
+  }
+  return parsedRoot;
+}
 
 export function loadCriProto(): ProtoGrpcType {
   if (!cached) {
-    // parsed from text, not loaded by file name, so the single executable can hand over its embedded copy;
-    // api.proto imports nothing, and keepCase is the one option that acts at parse time
-    const root = protobuf.parse(readAsset('proto/runtime/v1/api.proto'), { keepCase: true }).root;
-    const def = protoLoader.fromJSON(root.toJSON(), LOADER_OPTIONS);
+    const def = protoLoader.fromJSON(criProtoRoot().toJSON(), LOADER_OPTIONS);
     cached = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
   }
   return cached;

@@ -24,5 +24,11 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   const load = /kubelet load, 3 pods, 5 s: docker calls by crishim during the load \((\d+) relists\) +\| (\d+) +\| - +\| 0 errors/.exec(out);
   expect(load).not.toBeNull();
   expect(Number(load?.[2])).toBeLessThan(Number(load?.[1]));
+  // logs: every line exactly once, with and without a kill -9, and the same-run Docker figures
+  expect(out).toMatch(/logs: 20,000-line burst .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
+  expect(out).toMatch(/logs: copy throughput vs Docker .*\| [\d.]+ MB\/s +\| [\d.]+ MB\/s +\| [\d.]+/);
+  expect(out).toMatch(/logs: CPU seconds per MB .*\| [\d.]+ s\/MB +\| [\d.]+ s\/MB +\|/);
+  expect(out).toMatch(/logs: 10,000-line burst, crishim killed -9 .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
+  expect(out).toMatch(/logs: 4 chatty containers .*\| all exactly once, spread [\d.]+ s/);
   expect(out).toMatch(/daemon RSS idle \/ after 20 create\+remove cycles \(quarters: [\d., ]+ MiB\)/);
 });

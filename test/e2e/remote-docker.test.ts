@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import Docker from 'dockerode';
 import { status } from '@grpc/grpc-js';
-import { call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(240_000);
 
@@ -35,6 +35,8 @@ async function waitFor(fn: () => Promise<unknown>, what: string, ms = 60_000): P
 function startDockerd(): ChildProcess {
   return spawn('dockerd', [
     '--host', `tcp://127.0.0.1:${port}`,
+    // also on a socket: crishim on it counts Docker as local and reads its json-files itself
+    '--host', `unix://${path.join(dir, 'docker.sock')}`,
     '--data-root', path.join(dir, 'data'),
     '--exec-root', path.join(dir, 'exec'),
     '--pidfile', path.join(dir, 'dockerd.pid'),
@@ -68,6 +70,7 @@ beforeAll(async () => {
   // the second engine has no images: hand it the pause image
   const tar = await docker.getImage('registry.k8s.io/pause:3.10').get();
   await remote.loadImage(tar);
+  await remote.loadImage(await docker.getImage(BUSYBOX).get());
 });
 
 afterAll(async () => {
@@ -75,6 +78,12 @@ afterAll(async () => {
     for (const c of await remote.listContainers({ all: true }).catch(() => [])) await remote.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
   }
   await stopDockerd();
+  // a dockerd stopped mid-way can leave its own netns mounted, which rm cannot remove
+  try {
+    execFileSync('umount', ['-l', path.join(dir, 'exec', 'netns', 'default')], { stdio: 'ignore' });
+  } catch {
+    /* not mounted */
+  }
   try {
     execFileSync('ip', ['link', 'del', BRIDGE]);
   } catch {
@@ -209,5 +218,60 @@ describe('a Docker Engine outage', () => {
       await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
     }
     expect(await remote.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type'] } })).toEqual([]);
+  });
+});
+
+describe('container logs across a Docker restart (json-file read locally)', () => {
+  let h: Crishim | undefined;
+  afterAll(() => teardown(h));
+
+  /** n=… numbers of the stdout lines of CRI text, in file order. */
+  const numbersOf = (text: string): number[] =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => Number(/ stdout F n=(\d+)$/.exec(l)?.[1] ?? NaN));
+  const upTo = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
+
+  it('copies every line written before the engine went down exactly once', async () => {
+    h = await startCrishim({ subnetIndex: 238, args: ['--docker-endpoint', `unix://${path.join(dir, 'docker.sock')}`] });
+    const crishim = h;
+    const logDir = path.join(crishim.dir, 'pods', 'restart');
+    const config = podConfig('logs-restart', { log_directory: logDir, linux: { security_context: { namespace_options: { network: 'NODE' } } } });
+    const { pod_sandbox_id: pod } = await call(crishim.runtime, 'RunPodSandbox', { config });
+    const { container_id: id } = await call(crishim.runtime, 'CreateContainer', {
+      pod_sandbox_id: pod,
+      config: {
+        metadata: { name: 'counter', attempt: 0 },
+        image: { image: BUSYBOX },
+        // about 10,000 lines a second, until the engine stops it
+        command: ['sh', '-c', 'i=1; while true; do echo n=$i; i=$((i+1)); [ $((i % 100)) = 0 ] && usleep 10000; done'],
+        log_path: 'counter.log',
+      },
+      sandbox_config: config,
+    });
+    await call(crishim.runtime, 'StartContainer', { container_id: id });
+    const file = path.join(logDir, 'counter.log');
+    await waitFor(async () => {
+      if (!(await fsp.readFile(file, 'utf8').catch(() => '')).includes('n=5000\n')) throw new Error('not yet');
+    }, 'the copy never got going', 30_000);
+
+    // the engine goes down mid-stream (its containers with it) and comes back
+    await stopDockerd();
+    dockerd = startDockerd();
+    await waitFor(() => remote.ping(), 'second dockerd did not come back');
+    // what Docker itself holds: the last number it stored
+    const jsonPath = (await remote.getContainer(id).inspect()).LogPath;
+    const stored = (await fsp.readFile(jsonPath, 'utf8')).trimEnd().split('\n');
+    const last = Number(/n=(\d+)/.exec(stored[stored.length - 1])?.[1]);
+    expect(last).toBeGreaterThan(5000);
+    await waitFor(async () => {
+      const n = numbersOf(await fsp.readFile(file, 'utf8'));
+      if (n[n.length - 1] !== last) throw new Error(`at ${n[n.length - 1]} of ${last}`);
+    }, 'the lines written before the restart were not all copied', 30_000);
+    expect(numbersOf(await fsp.readFile(file, 'utf8'))).toEqual(upTo(last));
+
+    await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
+    await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
   });
 });

@@ -19,6 +19,7 @@ import { startContainer } from '../../src/cri/container-start';
 import type { LogManager } from '../../src/cri/container-logs';
 import { hugetlbCgroup, updateContainerResources } from '../../src/cri/container-update';
 import type { ServiceDeps } from '../../src/cri/deps';
+import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/capabilities';
 import type { Logger } from '../../src/logging/logger';
 import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
@@ -266,7 +267,7 @@ describe('container Docker spec', () => {
       PidMode: `container:${SB}`,
       Privileged: false,
       ReadonlyRootfs: false,
-      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '5', compress: 'false' } },
       RestartPolicy: { Name: 'no' },
     });
     const h = hc(cconfig());
@@ -298,14 +299,47 @@ describe('container Docker spec', () => {
     ]);
   });
 
-  it('passes privileged, capabilities, no_new_privs and a read-only rootfs', () => {
-    const h = hc(cconfig({}, { privileged: true, readonly_rootfs: true, no_new_privs: true, capabilities: { add_capabilities: ['NET_ADMIN', 'SYS_TIME'], drop_capabilities: ['MKNOD'] } }));
-    expect(h.Privileged).toBe(true);
+  it('passes capabilities, no_new_privs and a read-only rootfs', () => {
+    const h = hc(cconfig({}, { readonly_rootfs: true, no_new_privs: true, capabilities: { add_capabilities: ['NET_ADMIN', 'SYS_TIME'], drop_capabilities: ['MKNOD'] } }));
+    expect(h.Privileged).toBe(false);
     expect(h.ReadonlyRootfs).toBe(true);
-    expect(h.CapAdd).toEqual(['NET_ADMIN', 'SYS_TIME']);
-    expect(h.CapDrop).toEqual(['MKNOD']);
+    expect(h.CapAdd).toEqual(['CAP_NET_ADMIN', 'CAP_SYS_TIME']);
+    expect(h.CapDrop).toEqual(['CAP_MKNOD']);
     expect(h.SecurityOpt).toContain('no-new-privileges');
     expect(hc(cconfig({}, { no_new_privs: false })).SecurityOpt).not.toContain('no-new-privileges');
+  });
+
+  it("privileged uses Docker's Privileged where dockerd can grant every capability", () => {
+    const deps = { ...specDeps, capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001ffffffffff'), 'test') };
+    const h = dockerContainerSpec(cconfig({}, { privileged: true, masked_paths: ['/proc/kcore'], capabilities: { add_capabilities: ['NET_ADMIN'] }, seccomp: { profile_type: 'RuntimeDefault', localhost_ref: '' } }), { id: SB }, deps).HostConfig!;
+    expect(h.Privileged).toBe(true);
+    expect(h.CapAdd).toBeUndefined();
+    expect(h.MaskedPaths).toBeUndefined();
+    expect(h.SecurityOpt).toEqual([]);
+  });
+
+  it('privileged grants the equivalent fields where dockerd lacks a capability', () => {
+    const deps = { ...specDeps, capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001fffeffffff'), 'test') };
+    const devices = [
+      { container_path: '/dev/xnull', host_path: '/dev/null', permissions: 'r' },
+      { container_path: '/dev/zero', host_path: '/dev/null', permissions: 'r' },
+    ];
+    const h = dockerContainerSpec(cconfig({ devices }, { privileged: true, masked_paths: ['/proc/kcore'], readonly_paths: ['/proc/sys'], seccomp: { profile_type: 'Localhost', localhost_ref: '/no/such/profile.json' } }), { id: SB }, deps).HostConfig!;
+    expect(h.Privileged).toBe(false);
+    expect(h.CapAdd).toContain('CAP_SYS_ADMIN');
+    expect(h.CapAdd).not.toContain('CAP_SYS_RESOURCE');
+    expect(h.DeviceCgroupRules).toEqual(['a *:* rwm']);
+    // the requested device first, then the host's own /dev
+    expect(h.Devices![0]).toEqual({ PathOnHost: '/dev/null', PathInContainer: '/dev/xnull', CgroupPermissions: 'r' });
+    expect(h.Devices!.map((d: { PathOnHost: string }) => d.PathOnHost)).toContain('/dev/null');
+    expect(h.Devices!.some((d: { PathOnHost: string }) => d.PathOnHost.startsWith('/dev/pts/'))).toBe(false);
+    // the host's /dev/zero does not shadow the requested mapping at that path
+    expect(h.Devices!.filter((d: { PathInContainer: string }) => d.PathInContainer === '/dev/zero')).toEqual([{ PathOnHost: '/dev/null', PathInContainer: '/dev/zero', CgroupPermissions: 'r' }]);
+    // the profile is ignored (never read) and so are the masked paths
+    expect(h.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined']);
+    // empty lists, not absent ones: Docker applies its defaults when they are absent
+    expect(h.MaskedPaths).toEqual([]);
+    expect(h.ReadonlyPaths).toEqual([]);
   });
 
   it('passes masked and read-only paths', () => {

@@ -60,6 +60,11 @@ describe('pause container HostConfig', () => {
     expect(hc.GroupAdd).toEqual(['5', '6']);
   });
 
+  it("labels the pause container with the pod's SELinux options", () => {
+    const hc = hostConfigFor(deps, pod(sec({ selinux_options: { user: 'system_u', role: 'system_r', type: 'spc_t', level: 's0' } })), undefined);
+    expect(hc.SecurityOpt).toEqual(expect.arrayContaining(['label=user:system_u', 'label=role:system_r', 'label=type:spc_t', 'label=level:s0']));
+  });
+
   it('makes the rootfs read-only on request', () => {
     expect(hostConfigFor(deps, pod(sec({ readonly_rootfs: true })), undefined).ReadonlyRootfs).toBe(true);
   });

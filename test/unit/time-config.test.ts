@@ -67,6 +67,18 @@ describe('CLI help and aliases', () => {
     expect(parseConfig(['--log-level', given], quiet()).logLevel).toBe(level);
   });
 
+  it('takes the json-file limits, refusing sizes under 1m and max-file 1 (Docker would truncate in place)', () => {
+    expect(parseConfig([], quiet())).toMatchObject({ containerLogMaxSize: '10m', containerLogMaxFiles: 5 });
+    expect(parseConfig(['--container-log-max-size', '50M', '--container-log-max-files', '3'], quiet())).toMatchObject({ containerLogMaxSize: '50m', containerLogMaxFiles: 3 });
+    expect(parseConfig(['--container-log-max-size', '2048k'], quiet()).containerLogMaxSize).toBe('2048k');
+    expect(() => parseConfig(['--container-log-max-size', '100k'], quiet())).toThrow(/at least 1m/);
+    expect(() => parseConfig(['--container-log-max-size', 'big'], quiet())).toThrow(/at least 1m/);
+    expect(() => parseConfig(['--container-log-max-files', '1'], quiet())).toThrow(/at least 2/);
+    const help = buildCli().helpInformation().replace(/\s+/g, ' ');
+    expect(help).toContain('--container-log-max-size <size>');
+    expect(help).toMatch(/--container-log-max-files <n> .*\(default: 5\)/);
+  });
+
   it('takes an absolute --runtime-cgroups path and refuses others', () => {
     expect(parseConfig(['--runtime-cgroups=/system.slice/crishim.service']).runtimeCgroups).toBe('/system.slice/crishim.service');
     expect(() => parseConfig(['--runtime-cgroups=system.slice'], quiet())).toThrow(/runtime-cgroups/);

@@ -1,0 +1,180 @@
+import { setImmediate as yieldNow } from 'timers/promises';
+import type { CriLogFile } from '../logging/cri-log';
+import type { Logger } from '../logging/logger';
+import { JsonFileFollower, type LogLoss } from './json-file-follower';
+import { convertJsonLines, type RecordFilter } from './json-file-records';
+import type { LogPosition, LogPositionStore } from './log-positions';
+
+/**
+ * The copy loop for a container whose json-file is readable here: Docker's file -> CRI file,
+ * one bounded chunk at a time. Each chunk's CRI write is awaited before the next read (so a
+ * slow disk slows the copy, not memory), the loop yields to the event loop between chunks (so
+ * a chatty container leaves room for the others and for RPCs), and the position is saved
+ * after the write it describes (see log-positions.ts for why that makes restarts exact).
+ */
+export interface JsonFileCopyOptions {
+  containerId: string;
+  jsonPath: string;
+  file: CriLogFile;
+  positions: LogPositionStore;
+  /** Where the last run stopped; undefined for a container copied for the first time. */
+  saved?: LogPosition;
+  /** Drops records already in the CRI file when there is no saved position (a file from before positions existed). */
+  skip?: RecordFilter;
+  /** False once Docker says the container is not running; undefined when Docker cannot say. */
+  isRunning: () => Promise<boolean | undefined>;
+  log: Logger;
+  /**
+   * Poll interval while idle: doubles from min, back to min when output comes; at most
+   * `pauseMaxMs` during the first two seconds of a pause (a busy writer stalls briefly under
+   * load and should not be read late for it), at most `idleMaxMs` after.
+   */
+  idleMinMs?: number;
+  pauseMaxMs?: number;
+  idleMaxMs?: number;
+  /** How often an idle copy asks Docker whether the container still runs. */
+  exitCheckMs?: number;
+  /** Least time between two position saves while copying steadily. */
+  saveEveryMs?: number;
+  chunkBytes?: number;
+}
+
+export interface JsonFileCopy {
+  readonly done: Promise<void>;
+  /**
+   * The container was started again: keep copying even if it had exited. False when this
+   * copy has already decided to end (the caller starts another one).
+   */
+  kick(): boolean;
+  stop(): void;
+}
+
+export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
+  const idleMinMs = o.idleMinMs ?? 10;
+  const pauseMaxMs = o.pauseMaxMs ?? 40;
+  const idleMaxMs = o.idleMaxMs ?? 250;
+  const exitCheckMs = o.exitCheckMs ?? 1000;
+  const saveEveryMs = o.saveEveryMs ?? 100;
+  let stopped = false;
+  let kicked = false;
+  let ended = false;
+  let wake: (() => void) | undefined;
+  let lossReported = false;
+  let badReported = false;
+
+  const reportLoss = (loss: LogLoss): void => {
+    // once per container: a copy that keeps falling behind would otherwise flood the log
+    if (lossReported) return;
+    lossReported = true;
+    o.log.warn('container log lines were lost before they could be copied', {
+      jsonPath: o.jsonPath,
+      lostFilesAtLeast: loss.files,
+      lostBytesAtLeast: loss.bytes,
+      reason: loss.reason,
+    });
+  };
+
+  const follower = new JsonFileFollower(o.jsonPath, {
+    chunkBytes: o.chunkBytes,
+    onLoss: reportLoss,
+    onSkippedTail: (bytes) => o.log.warn('skipped an unterminated line at the end of a rotated json-file', { jsonPath: o.jsonPath, bytes }),
+  });
+
+  let savedGen = o.file.generation();
+  let lastSave = 0;
+  let dirty = false;
+  const save = async (): Promise<void> => {
+    const source = await follower.position();
+    if (!source || stopped) return;
+    savedGen = o.file.generation();
+    lastSave = Date.now();
+    dirty = false;
+    await o.positions.save(o.containerId, { version: 1, source, cri: o.file.mark() }).catch((err: Error) => {
+      o.log.warn('cannot save the container log position', { error: err.message });
+    });
+  };
+
+  /** Copies one chunk if there is one; false when caught up. */
+  const copyOne = async (): Promise<boolean> => {
+    const chunk = await follower.next();
+    if (!chunk || stopped) return false;
+    const out = convertJsonLines(chunk.data, o.skip);
+    if (out.bad > 0 && !badReported) {
+      badReported = true;
+      o.log.warn('json-file lines that are not log records were skipped', { jsonPath: o.jsonPath, lines: out.bad, offset: chunk.offset });
+    }
+    // after a ReopenContainerLog, pin the new file at its start before anything lands in it
+    if (o.file.generation() !== savedGen) await save();
+    await o.file.append(out.cri);
+    dirty = true;
+    if (Date.now() - lastSave >= saveEveryMs) await save();
+    return true;
+  };
+
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        wake = undefined;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+    });
+
+  const run = async (): Promise<void> => {
+    await follower.start(o.saved?.source);
+    if (o.saved) o.log.debug('container log copy resumes at its saved position', { jsonPath: o.jsonPath, ino: o.saved.source.ino, offset: o.saved.source.offset });
+    let idle = idleMinMs;
+    let idleSince = 0;
+    let lastCheck = Date.now();
+    while (!stopped) {
+      if (await copyOne()) {
+        idle = idleMinMs;
+        idleSince = 0;
+        await yieldNow();
+        continue;
+      }
+      idleSince ||= Date.now();
+      if (stopped) break;
+      if (dirty) await save();
+      if (kicked || Date.now() - lastCheck >= exitCheckMs) {
+        kicked = false;
+        lastCheck = Date.now();
+        const running = await o.isRunning();
+        if (running === false && !kicked) {
+          ended = true;
+          // Docker flushed the last records before marking the container exited: drain them
+          while (!stopped && (await copyOne())) await yieldNow();
+          if (dirty) await save();
+          break;
+        }
+      }
+      await sleep(idle);
+      idle = Math.min(idle * 2, Date.now() - idleSince < 2000 ? pauseMaxMs : idleMaxMs);
+    }
+  };
+
+  const done = run()
+    .finally(() => (ended = true))
+    .catch((err: Error) => {
+      o.log.error('container log copy failed', { jsonPath: o.jsonPath, error: err.message });
+    })
+    .finally(() => follower.close());
+
+  return {
+    done,
+    kick() {
+      if (ended) return false;
+      kicked = true;
+      wake?.();
+      return true;
+    },
+    stop() {
+      stopped = true;
+      wake?.();
+    },
+  };
+}

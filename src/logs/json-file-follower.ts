@@ -1,0 +1,283 @@
+import { createHash } from 'crypto';
+import { promises as fsp } from 'fs';
+import type { FileHandle } from 'fs/promises';
+import * as path from 'path';
+
+/**
+ * Follows one container's Docker json-file log (`<id>-json.log`) across Docker's rotations,
+ * the way `tail -F` does, with an exact position: inode + byte offset.
+ *
+ * Docker rotates by closing the file, renaming `<id>-json.log` -> `.1` -> `.2` ... (the rename
+ * onto `.<max-file - 1>` deletes the oldest) and creating a new `<id>-json.log`. An open file
+ * descriptor keeps a renamed or deleted file readable, so every file of the chain is opened as
+ * soon as it is seen and kept open until it has been read to its end; only then does reading
+ * move on to its successor. A file is never read twice: the chain holds each inode once and
+ * reading only moves forward along it.
+ */
+
+/** Where reading stands, as persisted: enough to find the same file again after a restart. */
+export interface JsonFilePosition {
+  /** Inode of the file being read. */
+  ino: number;
+  /** Bytes of it already consumed (always at the end of a whole line). */
+  offset: number;
+  /** Hash of the file's first line: tells the file apart from a newer one that got the same inode number. */
+  head: string;
+  /** Largest size seen of that file: what a restart lost when the file is gone by then. */
+  size: number;
+}
+
+/** Whole json-file lines read from one file. */
+export interface JsonChunk {
+  ino: number;
+  /** Offset of `data` in that file. */
+  offset: number;
+  data: Buffer;
+}
+
+/** Lines Docker deleted before they could be read. Counts are lower bounds unless `exact`. */
+export interface LogLoss {
+  files: number;
+  bytes: number;
+  exact: boolean;
+  reason: string;
+}
+
+export interface JsonFileFollowerOptions {
+  /** Bytes read per chunk (grows for a longer line). */
+  chunkBytes?: number;
+  /** While reading steadily, how often to look for new files so they are opened before Docker deletes them. */
+  scanEveryMs?: number;
+  now?: () => number;
+  onLoss?: (loss: LogLoss) => void;
+  /** A file was left with an unterminated last line (not Docker's doing; reported, then skipped). */
+  onSkippedTail?: (bytes: number) => void;
+}
+
+interface OpenFile {
+  ino: number;
+  fh: FileHandle;
+  offset: number;
+  /** Largest file size observed (from reads). */
+  seen: number;
+  head?: string;
+}
+
+interface Listed {
+  name: string;
+  /** 0 for the live file, n for `.n` (larger is older). */
+  index: number;
+  ino: number;
+  size: number;
+}
+
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
+const HEAD_PROBE_BYTES = 256 * 1024;
+
+export class JsonFileFollower {
+  /** Oldest first: chain[0] is being read, the others wait their turn, still open. */
+  private chain: OpenFile[] = [];
+  private lastScan = -Infinity;
+  private closed = false;
+  private readonly dir: string;
+  private readonly base: string;
+  private readonly chunkBytes: number;
+  private readonly scanEveryMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    readonly file: string,
+    private readonly opts: JsonFileFollowerOptions = {},
+  ) {
+    this.dir = path.dirname(file);
+    this.base = path.basename(file);
+    this.chunkBytes = opts.chunkBytes ?? 256 * 1024;
+    this.scanEveryMs = opts.scanEveryMs ?? 20;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /**
+   * Opens the chain. With a saved position, reading resumes at its byte and the files older
+   * than it are skipped; without one, it starts at the oldest file still on disk.
+   */
+  async start(from?: JsonFilePosition): Promise<void> {
+    const listed = await this.list();
+    let startAt = 0;
+    let offset = 0;
+    if (from) {
+      const i = await this.findSaved(listed, from);
+      if (i >= 0) {
+        startAt = i;
+        offset = from.offset;
+      } else if (listed.length > 0 || from.size > from.offset) {
+        this.opts.onLoss?.({
+          files: 1,
+          bytes: Math.max(0, from.size - from.offset),
+          exact: false,
+          reason: 'the json-file being copied was deleted by Docker\'s rotation before the copy resumed',
+        });
+      }
+    }
+    await this.append(listed.slice(startAt));
+    if (this.chain[0]) this.chain[0].offset = offset;
+    this.lastScan = this.now();
+  }
+
+  /** The next whole lines, or undefined when everything written so far has been read. */
+  async next(): Promise<JsonChunk | undefined> {
+    for (;;) {
+      if (this.closed) return undefined;
+      const cur = this.chain[0];
+      if (!cur) {
+        if (!(await this.scan())) return undefined;
+        continue;
+      }
+      // look for new files while reading steadily too, so they are held open before Docker deletes them
+      if (this.now() - this.lastScan >= this.scanEveryMs) await this.scanIfRotated();
+      const chunk = await this.readLines(cur);
+      if (chunk) return chunk;
+      if (this.chain.length > 1) {
+        // a successor was seen before this read hit the end: Docker closed this file for good
+        await this.retire(cur);
+        continue;
+      }
+      if (!(await this.scanIfRotated())) return undefined;
+    }
+  }
+
+  /** The position after the last chunk returned, undefined before the first file exists. */
+  async position(): Promise<JsonFilePosition | undefined> {
+    const cur = this.chain[0];
+    if (!cur) return undefined;
+    cur.head ??= await headOf(cur.fh);
+    if (cur.head === undefined) return undefined;
+    return { ino: cur.ino, offset: cur.offset, head: cur.head, size: Math.max(cur.seen, cur.offset) };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const files = this.chain;
+    this.chain = [];
+    await Promise.all(files.map((f) => f.fh.close().catch(() => undefined)));
+  }
+
+  private async readLines(cur: OpenFile): Promise<JsonChunk | undefined> {
+    for (let want = this.chunkBytes; ; want *= 2) {
+      const buf = Buffer.allocUnsafe(want);
+      const { bytesRead } = await cur.fh.read(buf, 0, want, cur.offset);
+      if (bytesRead === 0) return undefined;
+      cur.seen = Math.max(cur.seen, cur.offset + bytesRead);
+      const last = buf.lastIndexOf(0x0a, bytesRead - 1);
+      if (last >= 0) {
+        const chunk: JsonChunk = { ino: cur.ino, offset: cur.offset, data: buf.subarray(0, last + 1) };
+        cur.offset += last + 1;
+        return chunk;
+      }
+      // a line still being written, or (past the limit) not a json-file at all
+      if (bytesRead < want || want >= MAX_LINE_BYTES) return undefined;
+    }
+  }
+
+  /** Done with a file: bytes after its last newline (never Docker's doing) are reported and skipped. */
+  private async retire(cur: OpenFile): Promise<void> {
+    const { size } = await cur.fh.stat();
+    if (size > cur.offset) this.opts.onSkippedTail?.(size - cur.offset);
+    this.chain.shift();
+    await cur.fh.close().catch(() => undefined);
+  }
+
+  /** Cheap check (one stat): has the live name moved to another inode since the newest file we hold? */
+  private async scanIfRotated(): Promise<boolean> {
+    this.lastScan = this.now();
+    const newest = this.chain[this.chain.length - 1];
+    const st = await fsp.stat(this.file, { bigint: false }).catch(() => undefined);
+    if (!st || (newest && st.ino === newest.ino)) return false;
+    return this.scan();
+  }
+
+  /** Lists the chain on disk and opens the files newer than the newest one held; true when any was added. */
+  private async scan(): Promise<boolean> {
+    this.lastScan = this.now();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const listed = await this.list();
+      const held = new Set(this.chain.map((f) => f.ino));
+      let newestHeld = -1;
+      listed.forEach((l, i) => {
+        if (held.has(l.ino)) newestHeld = i;
+      });
+      if (newestHeld < 0 && this.chain.length > 0 && listed.length > 0) {
+        // every file we knew is gone from the directory: Docker rotated max-file times between two looks
+        this.opts.onLoss?.({
+          files: 0,
+          bytes: 0,
+          exact: false,
+          reason: 'Docker rotated the json-file max-file times between two checks; files between may be lost',
+        });
+      }
+      const fresh = listed.slice(newestHeld + 1);
+      if (fresh.length === 0) return false;
+      if (await this.append(fresh)) return true;
+      // a rotation renamed files under us: list again
+    }
+    return false;
+  }
+
+  /**
+   * Opens files (oldest first) and adds them to the chain. Stops at the first one whose name
+   * now points at another inode (a rotation in between); false when none could be added.
+   */
+  private async append(files: Listed[]): Promise<boolean> {
+    let added = 0;
+    for (const l of files) {
+      const fh = await fsp.open(path.join(this.dir, l.name), 'r').catch(() => undefined);
+      if (!fh) break;
+      const st = await fh.stat();
+      if (st.ino !== l.ino) {
+        await fh.close();
+        break;
+      }
+      this.chain.push({ ino: l.ino, fh, offset: 0, seen: st.size });
+      added += 1;
+    }
+    return added > 0;
+  }
+
+  /** `<id>-json.log` and its rotated `.n` siblings, oldest first. Compressed (`.gz`) ones are not ours to read. */
+  private async list(): Promise<Listed[]> {
+    const names = await fsp.readdir(this.dir).catch(() => [] as string[]);
+    const out: Listed[] = [];
+    for (const name of names) {
+      let index: number;
+      if (name === this.base) index = 0;
+      else if (name.startsWith(this.base + '.') && /^\d+$/.test(name.slice(this.base.length + 1))) index = Number(name.slice(this.base.length + 1));
+      else continue;
+      const st = await fsp.stat(path.join(this.dir, name)).catch(() => undefined);
+      if (st) out.push({ name, index, ino: st.ino, size: st.size });
+    }
+    return out.sort((a, b) => b.index - a.index);
+  }
+
+  /** Index in `listed` of the saved file (same inode and same first line), or -1. */
+  private async findSaved(listed: Listed[], from: JsonFilePosition): Promise<number> {
+    for (let i = 0; i < listed.length; i++) {
+      if (listed[i].ino !== from.ino || listed[i].size < from.offset) continue;
+      const fh = await fsp.open(path.join(this.dir, listed[i].name), 'r').catch(() => undefined);
+      if (!fh) continue;
+      try {
+        if ((await headOf(fh)) === from.head) return i;
+      } finally {
+        await fh.close();
+      }
+    }
+    return -1;
+  }
+}
+
+/** sha1 of the file's first line (each carries Docker's nanosecond time), undefined until one is complete. */
+async function headOf(fh: FileHandle): Promise<string | undefined> {
+  const buf = Buffer.allocUnsafe(HEAD_PROBE_BYTES);
+  const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+  const nl = buf.subarray(0, bytesRead).indexOf(0x0a);
+  if (nl < 0) return bytesRead === buf.length ? createHash('sha1').update(buf).digest('hex') : undefined;
+  return createHash('sha1').update(buf.subarray(0, nl + 1)).digest('hex');
+}
