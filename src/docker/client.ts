@@ -105,12 +105,13 @@ export function createOptionsInBodyOnly(api: DockerApi): DockerApi {
   return api;
 }
 
-interface DialOptions {
+/** The part of docker-modem's request function that the request wrappers here and in src/state/ hook. */
+export interface DialOptions {
   method?: string;
   path?: string;
 }
-type DialCallback = (err: unknown, result?: unknown) => void;
-interface Dialer {
+export type DialCallback = (err: unknown, result?: unknown) => void;
+export interface Dialer {
   dial(options: DialOptions, callback: DialCallback): unknown;
 }
 

@@ -1,16 +1,8 @@
-import type { DockerApi } from '../docker/client';
+import type { DialCallback, Dialer, DialOptions, DockerApi } from '../docker/client';
 
 /** Container endpoints (POST /containers/{ref}/<action>) whose success or failure may change what inspect says. */
 const CHANGING_ACTIONS = new Set(['start', 'stop', 'restart', 'kill', 'pause', 'unpause', 'update', 'rename', 'wait']);
 
-interface DialOptions {
-  method?: string;
-  path?: string;
-}
-type DialCallback = (err: unknown, result?: unknown) => void;
-interface Dialer {
-  dial(options: DialOptions, callback: DialCallback): unknown;
-}
 
 /**
  * The container a Docker request may have changed: the `{ref}` of a changing

@@ -54,14 +54,7 @@ export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/pro
     }
     const pid = info.State.Running ? info.State.Pid : 0;
     const read = pid > 0 ? await readProcCgroup(pid, proc) : undefined;
-    const facts: ContainerFacts = {
-      pid: read ? pid : 0,
-      cgroupText: read?.text,
-      cgroup: read?.paths,
-      upperDir: (info.GraphDriver?.Data as Record<string, string> | undefined)?.UpperDir,
-      cgroupParent: info.HostConfig?.CgroupParent ?? '',
-      hostNetwork: info.HostConfig?.NetworkMode === 'host',
-    };
+    const facts = factsOf(info, pid, read);
     cache.set(id, facts);
     return facts;
   };
