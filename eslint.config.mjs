@@ -2,6 +2,19 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const GRPC = {
+  name: '@grpc/grpc-js',
+  message: 'Only src/server/ (and main.ts/daemon.ts wiring) speaks gRPC; throw a DomainError from src/errors.ts instead.',
+};
+const DOCKERODE = {
+  name: 'dockerode',
+  message: 'Only src/docker/ imports dockerode; use its types from src/docker/types.ts and its helpers from src/docker/.',
+};
+const GRPC_MAPPING = {
+  group: ['**/server/errors'],
+  message: 'The domain error -> gRPC status mapping belongs to the server layer; import DomainError and helpers from src/errors.ts.',
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'bench/dist/**', 'dist-pkg/**', 'src/generated/**', 'node_modules/**', 'coverage/**'] },
   js.configs.recommended,
@@ -20,5 +33,21 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
+  },
+  // Layer walls (ARCHITECTURE.md). A later block replaces the rule's options for its files,
+  // so each block lists everything still forbidden there. Tests and bench/ may use anything.
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE], patterns: [GRPC_MAPPING] }] },
+  },
+  {
+    // the transport: only the server layer and the process wiring speak gRPC
+    files: ['src/server/**/*.ts', 'src/main.ts', 'src/daemon.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [DOCKERODE] }] },
+  },
+  {
+    // the Docker boundary: dockerode (values and types) is imported here and nowhere else
+    files: ['src/docker/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC], patterns: [GRPC_MAPPING] }] },
   },
 );

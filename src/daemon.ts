@@ -16,7 +16,7 @@ import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
 import { startStreamingServer } from './streaming/server';
-import { isDockerUnreachable } from './server/errors';
+import { isDockerUnreachable } from './docker/errors';
 import { createMetrics, instrumentNetwork, startMetricsServer } from './server/metrics';
 import { listContainers } from './cri/container-list';
 import { listSandboxes } from './cri/sandbox-list';

@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import type Docker from 'dockerode';
-import { invalidArgument } from '../server/errors';
+import type * as Docker from '../docker/types';
+import { invalidArgument } from '../errors';
 import type { RuntimeReq } from '../server/rpc';
 import { DEFAULTS, type Config } from '../config';
 import type { ServiceDeps } from './deps';

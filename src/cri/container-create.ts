@@ -1,6 +1,7 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { crashPoint } from '../crash-points';
-import { failedPrecondition, invalidArgument, notFound, toCriError } from '../server/errors';
+import { failedPrecondition, invalidArgument, notFound } from '../errors';
+import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { dockerContainerSpec } from './container-config';
@@ -84,7 +85,7 @@ export function createContainer(deps: ServiceDeps) {
     try {
       container = await createNamed(deps, ctx, dockerName, { sandboxId: sandbox.id, name, attempt }, create);
     } catch (err) {
-      throw toCriError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
+      throw fromDockerError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }
     crashPoint('container:after-create');
     ctx.annotate({ containerId: container.id });

@@ -1,6 +1,5 @@
-import { status as grpcStatus } from '@grpc/grpc-js';
 import { engineNowNano, followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
-import { CriError } from '../server/errors';
+import { DomainError } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
 import type { ServiceDeps } from './deps';
@@ -128,7 +127,7 @@ const MAX_BACKLOG = 10_000;
 interface Subscriber {
   queue: CriEvent[];
   wake?: () => void;
-  failed?: CriError;
+  failed?: DomainError;
 }
 
 export interface EventHub {
@@ -180,7 +179,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     for (const s of subscribers) {
       if (s.failed) continue;
       if (s.queue.length >= MAX_BACKLOG) {
-        s.failed = new CriError(grpcStatus.RESOURCE_EXHAUSTED, `event subscriber fell ${MAX_BACKLOG} events behind`);
+        s.failed = new DomainError('resource-exhausted', `event subscriber fell ${MAX_BACKLOG} events behind`);
       } else {
         s.queue.push(ev);
       }
@@ -247,7 +246,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
       source?.close();
       source = undefined;
       for (const s of subscribers) {
-        s.failed = new CriError(grpcStatus.UNAVAILABLE, 'crishim is shutting down');
+        s.failed = new DomainError('unavailable', 'crishim is shutting down');
         s.wake?.();
       }
     },

@@ -7,7 +7,7 @@ import { shortId } from '../logging/logger';
 import { startJsonFileCopy, type JsonFileCopy } from '../logs/json-file-copy';
 import type { RecordFilter } from '../logs/json-file-records';
 import type { LogPositionStore } from '../logs/log-positions';
-import { isDockerNotFound, isDockerUnreachable } from '../server/errors';
+import { isDockerNotFound, isDockerUnreachable } from '../docker/errors';
 import { rfc3339ToNanos } from './time';
 
 /**

@@ -1,5 +1,6 @@
-import type Docker from 'dockerode';
-import { isDockerNotFound, notFound, toCriError } from '../server/errors';
+import type * as Docker from '../docker/types';
+import { notFound } from '../errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { ServiceDeps } from './deps';
 import { TYPE_CONTAINER, TYPE_LABEL } from './labels';
 
@@ -11,7 +12,7 @@ export async function findContainer(deps: ServiceDeps, id: string): Promise<Dock
     return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;
-    throw toCriError(err, `inspect container ${id}`);
+    throw fromDockerError(err, `inspect container ${id}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import type { LogManager } from './container-logs';

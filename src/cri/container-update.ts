@@ -1,8 +1,9 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { constants as fsConstants, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';
-import { internal, invalidArgument, toCriError } from '../server/errors';
+import { internal, invalidArgument } from '../errors';
+import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { controllerDir, DEFAULT_CGROUP_ROOT, keyPath, readProcCgroup, type CgroupPaths } from '../stats/cgroup-path';
 import type { ServiceDeps } from './deps';
@@ -132,7 +133,7 @@ export async function applyResources(
     try {
       await deps.docker.getContainer(id).update(update);
     } catch (err) {
-      throw toCriError(err, `${what} ${id}`);
+      throw fromDockerError(err, `${what} ${id}`);
     }
     ctx.log.info('resources updated', { update });
   }

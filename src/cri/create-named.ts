@@ -1,6 +1,5 @@
-import { status } from '@grpc/grpc-js';
-import type Docker from 'dockerode';
-import { CriError } from '../server/errors';
+import type * as Docker from '../docker/types';
+import { DomainError } from '../errors';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { ATTEMPT_LABEL, CONTAINER_NAME_LABEL, ROOT_LABEL, SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './labels';
@@ -60,5 +59,5 @@ export async function createNamed(
       if (!isConflict(err) && (err as { statusCode?: number }).statusCode !== 404) throw err;
     }
   }
-  throw new CriError(status.ALREADY_EXISTS, `name ${JSON.stringify(name)} is reserved for ${holder.Id}`);
+  throw new DomainError('already-exists', `name ${JSON.stringify(name)} is reserved for ${holder.Id}`);
 }

@@ -1,6 +1,6 @@
 import * as protobuf from 'protobufjs';
 import { criProtoRoot } from '../server/proto';
-import { invalidArgument } from '../server/errors';
+import { invalidArgument } from '../errors';
 
 /**
  * The loader delivers enums as their names (`enums: String`), but a number the proto does

@@ -1,8 +1,8 @@
-import { status as grpcStatus } from '@grpc/grpc-js';
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { DockerApi } from '../docker/client';
 import type { Logger } from '../logging/logger';
-import { CriError, failedPrecondition, invalidArgument, isDockerNotFound, notFound, toCriError } from '../server/errors';
+import { DomainError, failedPrecondition, invalidArgument, notFound } from '../errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import { MAX_MESSAGE_BYTES } from '../server/proto';
 import type { CallContext, RuntimeImpl, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { killExec, startDockerExec, waitExecExit } from '../streaming/docker-exec';
@@ -41,7 +41,7 @@ async function runningContainer(docker: DockerApi, id: string, ctx: CallContext)
     info = await docker.getContainer(id).inspect();
   } catch (err) {
     if (isDockerNotFound(err)) throw notFound(`container ${id}`);
-    throw toCriError(err, `inspect container ${id}`);
+    throw fromDockerError(err, `inspect container ${id}`);
   }
   // like ContainerStatus: a Docker container crishim does not manage (a plain `docker run`, a pause container) is not a CRI container
   if (info.Config.Labels?.[TYPE_LABEL] !== TYPE_CONTAINER) throw notFound(`container ${id}`);
@@ -67,7 +67,7 @@ function execSync(deps: ExecDeps) {
     try {
       started = await startDockerExec(deps.docker, containerId, { cmd: req.cmd, tty: false, stdin: false, stdout: true, stderr: true }, ctx.signal);
     } catch (err) {
-      throw toCriError(err, `exec in container ${containerId}`);
+      throw fromDockerError(err, `exec in container ${containerId}`);
     }
     const { exec, stream } = started;
     const budget = { left: EXEC_SYNC_OUTPUT_LIMIT };
@@ -95,14 +95,14 @@ function execSync(deps: ExecDeps) {
       await killExec(exec, ctx.log);
       stream.destroy();
       const what = `exec ${JSON.stringify(req.cmd.join(' ').slice(0, 100))} in container ${containerId}`;
-      if (outcome === 'timeout') throw new CriError(grpcStatus.DEADLINE_EXCEEDED, `${what} timed out after ${timeoutSec}s; the process was killed`);
-      throw new CriError(grpcStatus.CANCELLED, `${what} cancelled; the process was killed`);
+      if (outcome === 'timeout') throw new DomainError('deadline-exceeded', `${what} timed out after ${timeoutSec}s; the process was killed`);
+      throw new DomainError('cancelled', `${what} cancelled; the process was killed`);
     }
     let exitCode: number;
     try {
       exitCode = await waitExecExit(exec);
     } catch (err) {
-      throw toCriError(err, `inspect exec in container ${containerId}`);
+      throw fromDockerError(err, `inspect exec in container ${containerId}`);
     }
     if (budget.left <= 0) ctx.log.warn('ExecSync output truncated', { containerId, limitBytes: EXEC_SYNC_OUTPUT_LIMIT });
     return { stdout: stdout.bytes(), stderr: stderr.bytes(), exit_code: exitCode };
@@ -152,7 +152,7 @@ function portForwardRpc(deps: ExecDeps) {
       info = await deps.docker.getContainer(id).inspect();
     } catch (err) {
       if (isDockerNotFound(err)) throw notFound(`pod sandbox ${id}`);
-      throw toCriError(err, `inspect pod sandbox ${id}`);
+      throw fromDockerError(err, `inspect pod sandbox ${id}`);
     }
     // a container id (or any other Docker container) is not a pod: forwarding into it would bypass the pod's identity
     if (info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);

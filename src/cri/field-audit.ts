@@ -1,6 +1,6 @@
 import * as path from 'path';
-import type Docker from 'dockerode';
-import { invalidArgument, unimplemented } from '../server/errors';
+import type * as Docker from '../docker/types';
+import { invalidArgument, unimplemented } from '../errors';
 import type { RuntimeReq } from '../server/rpc';
 import { apiAtLeast } from '../docker/capabilities';
 

@@ -1,6 +1,7 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import { familiarRef, isImageRef, parseRef } from '../docker/images';
-import { invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
+import { invalidArgument } from '../errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { ImageRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 
@@ -55,7 +56,7 @@ export async function inspectImage(deps: Pick<ServiceDeps, 'docker'>, ref: strin
     return await deps.docker.getImage(ref).inspect();
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;
-    throw toCriError(err, `inspect image ${ref}`);
+    throw fromDockerError(err, `inspect image ${ref}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { invalidArgument } from '../server/errors';
+import { invalidArgument } from '../errors';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { inspectImage, toCriImage, type CriImage, type DockerImageLike } from './image-common';

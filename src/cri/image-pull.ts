@@ -1,8 +1,7 @@
 import { createHash } from 'crypto';
-import { status as grpcStatus } from '@grpc/grpc-js';
 import { canonicalRef, normalizeRef, pullImage, registryHost, type RegistryAuth } from '../docker/images';
 import type { Logger } from '../logging/logger';
-import { CriError, invalidArgument } from '../server/errors';
+import { DomainError, invalidArgument } from '../errors';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { inspectImage, requireImageRef } from './image-common';
@@ -55,8 +54,8 @@ export interface PullCoalescer {
   inFlight(): number;
 }
 
-function cancelled(ref: string): CriError {
-  return new CriError(grpcStatus.CANCELLED, `pull image ${ref}: cancelled`);
+function cancelled(ref: string): DomainError {
+  return new DomainError('cancelled', `pull image ${ref}: cancelled`);
 }
 
 /**
@@ -125,7 +124,7 @@ export function pullImageRpc(deps: ServiceDeps, pulls: PullCoalescer) {
     const { joined } = await pulls.pull(ref, auth, ctx.signal, ctx.log);
     // the id, not the name: the same value ImageStatus reports as id and ContainerStatus as image_ref
     const info = await inspectImage(deps, ref);
-    if (!info) throw new CriError(grpcStatus.INTERNAL, `pull image ${ref}: pulled, but Docker does not have it`);
+    if (!info) throw new DomainError('internal', `pull image ${ref}: pulled, but Docker does not have it`);
     ctx.log.info('image pulled', { image: ref, imageId: info.Id, coalesced: joined });
     return { image_ref: info.Id };
   };

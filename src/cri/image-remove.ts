@@ -1,5 +1,5 @@
 import { isImageIdLike } from '../docker/images';
-import { isDockerNotFound, toCriError } from '../server/errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { inspectImage, requireImageRef } from './image-common';
@@ -36,7 +36,7 @@ export function removeImageRpc(deps: ServiceDeps) {
       });
     } catch (err) {
       if (isDockerNotFound(err)) return {}; // removed meanwhile
-      throw toCriError(err, `remove image ${ref}`);
+      throw fromDockerError(err, `remove image ${ref}`);
     }
     return {};
   };

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { inspectImage, requireImageRef, toCriImage, type DockerImageLike } from './image-common';

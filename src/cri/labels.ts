@@ -1,4 +1,4 @@
-import { invalidArgument } from '../server/errors';
+import { invalidArgument } from '../errors';
 
 /**
  * Docker labels crishim puts on its containers. The keys are the ones dockershim

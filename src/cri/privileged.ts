@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
-import type Docker from 'dockerode';
-import { invalidArgument } from '../server/errors';
+import type * as Docker from '../docker/types';
+import { invalidArgument } from '../errors';
 import { type CapabilityGrant, normalizeCapability } from '../docker/capabilities';
 
 /**

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import type { SandboxCheckpoint } from '../checkpoint/store';

@@ -1,6 +1,6 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { SandboxCheckpoint } from '../checkpoint/store';
-import { isDockerNotFound, toCriError } from '../server/errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { ServiceDeps } from './deps';
 import { ATTEMPT_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
 import { parseName } from './naming';
@@ -42,7 +42,7 @@ export async function findSandbox(deps: ServiceDeps, idOrPrefix: string): Promis
   try {
     container = deps.state ? await deps.state.get(idOrPrefix) : await deps.docker.getContainer(idOrPrefix).inspect();
   } catch (err) {
-    if (!isDockerNotFound(err)) throw toCriError(err, `inspect pod sandbox ${idOrPrefix}`);
+    if (!isDockerNotFound(err)) throw fromDockerError(err, `inspect pod sandbox ${idOrPrefix}`);
   }
   if (container) {
     if (!isSandboxContainer(container.Config.Labels)) return undefined;

@@ -1,4 +1,4 @@
-import { dockerMessage, isDockerNotFound, toCriError } from '../server/errors';
+import { dockerMessage, fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { findSandbox } from './sandbox-lookup';
@@ -53,7 +53,7 @@ export function removePodSandbox(deps: ServiceDeps, removeContainer: ContainerRe
       if (rec.container) await removeDockerContainer(deps, rec.id);
       await deps.checkpoints.remove(rec.id);
     } catch (err) {
-      throw toCriError(err, `RemovePodSandbox ${rec.id}`);
+      throw fromDockerError(err, `RemovePodSandbox ${rec.id}`);
     }
     ctx.log.info('pod sandbox removed');
     return {};

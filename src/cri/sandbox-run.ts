@@ -1,12 +1,12 @@
 import { promises as fsp } from 'fs';
-import type Docker from 'dockerode';
-import { status } from '@grpc/grpc-js';
+import type * as Docker from '../docker/types';
 import type { CheckpointPortMapping } from '../checkpoint/store';
 import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
 import type { PortMappingSpec } from '../network/types';
-import { CriError, invalidArgument, isDockerNotFound, toCriError } from '../server/errors';
+import { DomainError, invalidArgument } from '../errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from './labels';
@@ -224,7 +224,7 @@ export function runPodSandbox(deps: ServiceDeps) {
       try {
         return await fn();
       } catch (err) {
-        const e = toCriError(err, `RunPodSandbox ${meta.namespace}/${meta.name}: ${what}`);
+        const e = fromDockerError(err, `RunPodSandbox ${meta.namespace}/${meta.name}: ${what}`);
         ctx.log.error(e.message);
         await rollback.run(ctx);
         throw e;
@@ -274,7 +274,7 @@ export function runPodSandbox(deps: ServiceDeps) {
     ctx.annotate({ podSandboxId: id });
     rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
     // from here on every step is undone if the client gave up: the undo runs without its signal
-    const checkCancelled = (): Promise<void> => (ctx.signal.aborted ? Promise.reject(new CriError(status.CANCELLED, 'cancelled by the client')) : Promise.resolve());
+    const checkCancelled = (): Promise<void> => (ctx.signal.aborted ? Promise.reject(new DomainError('cancelled', 'cancelled by the client')) : Promise.resolve());
     await step('after create', checkCancelled);
 
     // (c) the checkpoint: what teardown needs if the container disappears
@@ -313,7 +313,7 @@ export function runPodSandbox(deps: ServiceDeps) {
       const pid = info.State.Pid;
       if (!pid) {
         await rollback.run(ctx);
-        throw new CriError(status.INTERNAL, `RunPodSandbox ${meta.namespace}/${meta.name}: pause container ${id} exited right after start`);
+        throw new DomainError('internal', `RunPodSandbox ${meta.namespace}/${meta.name}: pause container ${id} exited right after start`);
       }
       const netReq = {
         podName: meta.name,

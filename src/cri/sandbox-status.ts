@@ -1,4 +1,4 @@
-import { notFound } from '../server/errors';
+import { notFound } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { CREATED_LABEL, splitLabels } from './labels';

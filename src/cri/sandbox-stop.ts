@@ -1,4 +1,5 @@
-import { isDockerNotFound, notFound, toCriError } from '../server/errors';
+import { notFound } from '../errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { summaryOf, type ListedContainer } from '../state/summary';
@@ -64,7 +65,7 @@ export function stopPodSandbox(deps: ServiceDeps) {
           return await tearDownNetwork(deps, rec, ctx);
         } catch (err) {
           if (attempt >= DEL_ATTEMPTS || ctx.signal.aborted) {
-            throw toCriError(err, `StopPodSandbox ${rec.id}: tear down pod network (${attempt} attempts)`);
+            throw fromDockerError(err, `StopPodSandbox ${rec.id}: tear down pod network (${attempt} attempts)`);
           }
           ctx.log.warn('CNI DEL failed; retrying', { attempt, error: (err as Error).message });
           await new Promise((r) => setTimeout(r, 200 * attempt));
@@ -77,7 +78,7 @@ export function stopPodSandbox(deps: ServiceDeps) {
       const all = await sandboxMembers(deps, rec.id);
       await Promise.all(all.filter((c) => c.State === 'running').map((c) => stopQuietly(deps, c.Id, 0)));
     })().catch((err: unknown) => {
-      throw toCriError(err, `StopPodSandbox ${rec.id}: stop containers`);
+      throw fromDockerError(err, `StopPodSandbox ${rec.id}: stop containers`);
     });
     const [net, ctrs] = await Promise.allSettled([network, members]);
     if (net.status === 'rejected') throw net.reason;
@@ -86,7 +87,7 @@ export function stopPodSandbox(deps: ServiceDeps) {
     try {
       if (rec.container) await stopQuietly(deps, rec.id, SANDBOX_STOP_GRACE_SECONDS);
     } catch (err) {
-      throw toCriError(err, `StopPodSandbox ${rec.id}`);
+      throw fromDockerError(err, `StopPodSandbox ${rec.id}`);
     }
     ctx.log.info('pod sandbox stopped');
     return {};

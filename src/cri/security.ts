@@ -1,5 +1,5 @@
 import { constants, promises as fsp, readFileSync } from 'fs';
-import { internal, invalidArgument } from '../server/errors';
+import { internal, invalidArgument } from '../errors';
 
 /** CRI SecurityProfile as proto-loader delivers it. */
 export interface ProfileLike {

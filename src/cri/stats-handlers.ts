@@ -1,5 +1,5 @@
 import type { CallContext, RuntimeImpl, RuntimeReq, RuntimeRes } from '../server/rpc';
-import { notFound } from '../server/errors';
+import { notFound } from '../errors';
 import { createStatsCollector, type StatsCollector } from '../stats/collector';
 import { mapLimit } from '../stats/pool';
 import type { ServiceDeps } from './deps';

@@ -1,4 +1,4 @@
-import { invalidArgument } from '../server/errors';
+import { invalidArgument } from '../errors';
 
 /** Longest name we accept: a DNS subdomain's limit, well above what the kubelet sends. */
 export const MAX_NAME_LENGTH = 253;

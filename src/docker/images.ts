@@ -1,7 +1,7 @@
 import type { DockerApi } from './client';
 import type { Logger } from '../logging/logger';
-import { CriError, isDockerNotFound, isDockerUnreachable, toCriError } from '../server/errors';
-import { status } from '@grpc/grpc-js';
+import { DomainError, type ErrorKind } from '../errors';
+import { fromDockerError, isDockerNotFound, isDockerUnreachable } from './errors';
 
 /** Docker registry credentials in the shape the Engine API takes (X-Registry-Auth). */
 export interface RegistryAuth {
@@ -105,7 +105,7 @@ export function registryHost(ref: string): string {
  * `(HTTP code 500) server error - <message> `; the message is what the user needs.
  */
 export function registryMessage(err: unknown): string {
-  if (err instanceof CriError) return err.message;
+  if (err instanceof DomainError) return err.message;
   const e = err as { json?: { message?: unknown } | null; message?: unknown } | null;
   if (e?.json && typeof e.json.message === 'string') return e.json.message;
   const msg = typeof e?.message === 'string' ? e.message : String(err);
@@ -113,44 +113,44 @@ export function registryMessage(err: unknown): string {
 }
 
 /**
- * A pull failure as a CriError with the registry's message and a code that says what to do:
+ * A pull failure as a DomainError with the registry's message and a kind that says what to do:
  * UNAUTHENTICATED (credentials missing/wrong), PERMISSION_DENIED, NOT_FOUND (no such
  * manifest), UNAVAILABLE (registry or daemon unreachable), INVALID_ARGUMENT (bad reference).
  */
-export function pullError(ref: string, err: unknown): CriError {
-  if (err instanceof CriError && err.code === status.CANCELLED) return err;
-  if ((err as { name?: string } | null)?.name === 'AbortError') return new CriError(status.CANCELLED, `pull image ${ref}: cancelled`, { cause: err });
-  if (isDockerUnreachable(err)) return toCriError(err, `pull image ${ref}`);
+export function pullError(ref: string, err: unknown): DomainError {
+  if (err instanceof DomainError && err.kind === 'cancelled') return err;
+  if ((err as { name?: string } | null)?.name === 'AbortError') return new DomainError('cancelled', `pull image ${ref}: cancelled`, { cause: err });
+  if (isDockerUnreachable(err)) return fromDockerError(err, `pull image ${ref}`);
   const prefix = `pull image ${ref}: `;
   let msg = registryMessage(err);
   if (msg.startsWith(prefix)) msg = msg.slice(prefix.length);
   const text = `${prefix}${msg}`;
-  const code = pullErrorCode(msg, (err as { statusCode?: number } | null)?.statusCode);
-  return new CriError(code, text, { cause: err });
+  const kind = pullErrorKind(msg, (err as { statusCode?: number } | null)?.statusCode);
+  return new DomainError(kind, text, { cause: err });
 }
 
 /** Order matters: "pull access denied ... may require 'docker login'" is an auth problem, not a 403. */
-export function pullErrorCode(msg: string, httpStatus?: number): status {
-  if (/invalid reference format|repository name must|invalid tag format|invalid digest/i.test(msg)) return status.INVALID_ARGUMENT;
+export function pullErrorKind(msg: string, httpStatus?: number): ErrorKind {
+  if (/invalid reference format|repository name must|invalid tag format|invalid digest/i.test(msg)) return 'invalid-argument';
   if (/unauthorized|authentication required|no basic auth credentials|incorrect username or password|docker login|authentication failed/i.test(msg)) {
-    return status.UNAUTHENTICATED;
+    return 'unauthenticated';
   }
-  if (/denied|forbidden/i.test(msg)) return status.PERMISSION_DENIED;
-  if (/manifest unknown|not found|does not exist|no such (image|manifest)|name unknown/i.test(msg)) return status.NOT_FOUND;
+  if (/denied|forbidden/i.test(msg)) return 'permission-denied';
+  if (/manifest unknown|not found|does not exist|no such (image|manifest)|name unknown/i.test(msg)) return 'not-found';
   if (/connection refused|no such host|i\/o timeout|timeout exceeded|network is unreachable|no route to host|EOF|connection reset|TLS handshake/i.test(msg)) {
-    return status.UNAVAILABLE;
+    return 'unavailable';
   }
   switch (httpStatus) {
     case 400:
-      return status.INVALID_ARGUMENT;
+      return 'invalid-argument';
     case 401:
-      return status.UNAUTHENTICATED;
+      return 'unauthenticated';
     case 403:
-      return status.PERMISSION_DENIED;
+      return 'permission-denied';
     case 404:
-      return status.NOT_FOUND;
+      return 'not-found';
     default:
-      return status.UNKNOWN;
+      return 'unknown';
   }
 }
 
@@ -170,7 +170,7 @@ interface PullEvent {
  * Pulls an image and waits for the pull to finish. Registry errors keep the registry's
  * message (including errors Docker reports inside the progress stream, which docker-modem's
  * followProgress does not treat as errors); `signal` aborts the HTTP call, which makes
- * dockerd cancel the pull. Throws CriError.
+ * dockerd cancel the pull. Throws DomainError.
  */
 export async function pullImage(
   docker: DockerApi,
@@ -179,7 +179,7 @@ export async function pullImage(
 ): Promise<void> {
   const image = normalizeRef(ref);
   const { signal, logger } = opts;
-  if (signal?.aborted) throw new CriError(status.CANCELLED, `pull image ${image}: cancelled`);
+  if (signal?.aborted) throw new DomainError('cancelled', `pull image ${image}: cancelled`);
   logger.info('pulling image', { image, registry: registryHost(image), withAuth: Boolean(opts.auth) });
   const started = Date.now();
   const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => {
@@ -194,7 +194,7 @@ export async function pullImage(
   await new Promise<void>((resolve, reject) => {
     const onAbort = (): void => {
       (stream as unknown as { destroy?: () => void }).destroy?.();
-      reject(new CriError(status.CANCELLED, `pull image ${image}: cancelled`));
+      reject(new DomainError('cancelled', `pull image ${image}: cancelled`));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     docker.modem.followProgress(
@@ -221,7 +221,7 @@ export async function ensureImage(docker: DockerApi, ref: string, opts: { signal
     await docker.getImage(ref).inspect();
     return;
   } catch (err) {
-    if (!isDockerNotFound(err)) throw toCriError(err, `inspect image ${ref}`);
+    if (!isDockerNotFound(err)) throw fromDockerError(err, `inspect image ${ref}`);
   }
   await pullImage(docker, ref, opts);
 }

@@ -4,7 +4,9 @@ import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../logging/logger';
 import { withAuthorityFix } from './authority-fix';
-import { CriError, toCriError } from './errors';
+import { DomainError, cancelled, deadlineExceeded, unimplemented } from '../errors';
+import { fromDockerError } from '../docker/errors';
+import { grpcStatusOf } from './errors';
 import { loadCriProto, MAX_MESSAGE_BYTES } from './proto';
 import type { CallContext, ImageImpl, RuntimeImpl, StreamImpl, UnaryImpl } from './rpc';
 import { STREAMING_METHODS } from './rpc';
@@ -110,7 +112,7 @@ function makeContext(
   fields: Record<string, string>,
 ): { ctx: CallContext; dispose: () => void } {
   const ac = new AbortController();
-  const onCancel = (): void => ac.abort(new CriError(grpc.status.CANCELLED, `${method} cancelled by the client`));
+  const onCancel = (): void => ac.abort(cancelled(`${method} cancelled by the client`));
   call.on('cancelled', onCancel);
   let timer: NodeJS.Timeout | undefined;
   const deadline = call.getDeadline();
@@ -118,7 +120,7 @@ function makeContext(
   const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
   if (Number.isFinite(ms)) {
     // setTimeout cannot wait longer than 2^31-1 ms
-    timer = setTimeout(() => ac.abort(new CriError(grpc.status.DEADLINE_EXCEEDED, `${method} deadline exceeded`)), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    timer = setTimeout(() => ac.abort(deadlineExceeded(`${method} deadline exceeded`)), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
   }
   const ctx: CallContext = {
     signal: ac.signal,
@@ -147,9 +149,9 @@ function wrap(
 ): grpc.UntypedHandleCall {
   const logger = opts.logger;
   const level = READ_ONLY.test(method) ? 'debug' : 'info';
-  const finish = (fields: Record<string, string>, started: bigint, err: CriError | null): void => {
+  const finish = (fields: Record<string, string>, started: bigint, err: DomainError | null): void => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const code = err ? err.code : grpc.status.OK;
+    const code = err ? grpcStatusOf(err.kind) : grpc.status.OK;
     const line = { rpc: method, code: grpc.status[code], ms: Math.round(seconds * 1000), ...fields };
     if (err && code !== grpc.status.NOT_FOUND && code !== grpc.status.UNIMPLEMENTED) {
       logger.warn(`${method} failed: ${err.message}`, line);
@@ -159,7 +161,7 @@ function wrap(
     opts.onCallDone?.(method, code, seconds);
   };
   if (!impl) {
-    const answer = (): CriError => new CriError(grpc.status.UNIMPLEMENTED, `${method} is not implemented by crishim`);
+    const answer = (): DomainError => unimplemented(`${method} is not implemented by crishim`);
     if (streaming) {
       return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
         finish(requestFields(call.request), process.hrtime.bigint(), answer());
@@ -169,7 +171,7 @@ function wrap(
     return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       const err = answer();
       finish(requestFields(call.request), process.hrtime.bigint(), err);
-      cb({ code: err.code, details: err.message });
+      cb({ code: grpcStatusOf(err.kind), details: err.message });
     }) as grpc.handleUnaryCall<unknown, unknown>;
   }
   if (streaming) {
@@ -191,9 +193,9 @@ function wrap(
           call.end();
         })
         .catch((e: unknown) => {
-          const err = toCriError(ctx.signal.aborted && !(e instanceof CriError) ? ctx.signal.reason : e);
+          const err = fromDockerError(ctx.signal.aborted && !(e instanceof DomainError) ? ctx.signal.reason : e);
           finish(fields, started, err);
-          call.destroy(Object.assign(new Error(err.message), { code: err.code, details: err.message }));
+          call.destroy(Object.assign(new Error(err.message), { code: grpcStatusOf(err.kind), details: err.message }));
         })
         .finally(dispose);
     }) as grpc.handleServerStreamingCall<unknown, unknown>;
@@ -215,9 +217,9 @@ function wrap(
         cb(null, res);
       })
       .catch((e: unknown) => {
-        const err = toCriError(ctx.signal.aborted && !(e instanceof CriError) ? ctx.signal.reason : e);
+        const err = fromDockerError(ctx.signal.aborted && !(e instanceof DomainError) ? ctx.signal.reason : e);
         finish(fields, started, err);
-        cb({ code: err.code, details: err.message });
+        cb({ code: grpcStatusOf(err.kind), details: err.message });
       })
       .finally(dispose);
   }) as grpc.handleUnaryCall<unknown, unknown>;

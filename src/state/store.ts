@@ -1,8 +1,8 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { DockerApi } from '../docker/client';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
-import { isDockerNotFound, toCriError } from '../server/errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import { TYPE_LABEL } from '../cri/labels';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
@@ -80,7 +80,7 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
           info = await docker.getContainer(id).inspect();
         } catch (err) {
           if (!isDockerNotFound(err)) {
-            e.error = toCriError(err, `inspect container ${id}`);
+            e.error = fromDockerError(err, `inspect container ${id}`);
             return;
           }
         }
@@ -136,7 +136,7 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
         },
         (err: unknown) => {
           if (isDockerNotFound(err)) return undefined;
-          throw toCriError(err, `inspect container ${ref}`);
+          throw fromDockerError(err, `inspect container ${ref}`);
         },
       );
     const tracked = p.then(
@@ -164,7 +164,7 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
     const startEpoch = epoch;
     syncing = (async () => {
       const listed = await docker.listContainers({ all: true, filters: { label: [TYPE_LABEL] } }).catch((err: unknown) => {
-        throw toCriError(err, 'list containers to synchronise the state view');
+        throw fromDockerError(err, 'list containers to synchronise the state view');
       });
       const seen = new Set<string>();
       let changed = 0;

@@ -1,4 +1,4 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { ContainerInfo } from './store';
 
 /** The fields of Docker's list answer (GET /containers/json) that List RPCs read. */

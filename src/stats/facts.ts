@@ -1,7 +1,7 @@
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { DockerApi } from '../docker/client';
 import type { Logger } from '../logging/logger';
-import { isDockerNotFound } from '../server/errors';
+import { isDockerNotFound } from '../docker/errors';
 import { readProcCgroup, type CgroupPaths } from './cgroup-path';
 
 /** What stats need about a container beyond Docker's list answer; learnt from one inspect, then cached. */

@@ -1,5 +1,5 @@
 import type { Duplex } from 'stream';
-import type Docker from 'dockerode';
+import type * as Docker from '../docker/types';
 import type { DockerApi } from '../docker/client';
 import type { Logger } from '../logging/logger';
 import { killProcessTree } from './process-kill';

@@ -2,7 +2,6 @@ import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { status } from '@grpc/grpc-js';
 import {
   CAPABILITY_NAMES,
   apiAtLeast,
@@ -14,7 +13,7 @@ import {
   pidServingSocket,
 } from '../../src/docker/capabilities';
 import { capabilityFields, describeGrant, hostDevices, privilegedFields } from '../../src/cri/privileged';
-import { CriError } from '../../src/server/errors';
+import { DomainError } from '../../src/errors';
 
 /** Every capability 0..40 (a 6.x kernel with nothing withheld). */
 const FULL = capabilitiesInMask('000001ffffffffff');
@@ -156,9 +155,9 @@ describe('capabilityFields', () => {
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(CriError);
-    expect((err as CriError).code).toBe(status.INVALID_ARGUMENT);
-    expect((err as CriError).message).toMatch(/container web in pod sandbox p1: .*CAP_SYS_RESOURCE: this host cannot grant it/);
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).kind).toBe('invalid-argument');
+    expect((err as DomainError).message).toMatch(/container web in pod sandbox p1: .*CAP_SYS_RESOURCE: this host cannot grant it/);
     expect(() => capabilityFields({ add_capabilities: ['BPF'] }, restricted, 'c')).toThrow(/Docker does not know it/);
   });
 });

@@ -2,7 +2,6 @@ import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { status } from '@grpc/grpc-js';
 import {
   cgroupVersionOf,
   dockerBinds,
@@ -16,13 +15,13 @@ import {
 } from '../../src/cri/container-config';
 import { containerStatus } from '../../src/cri/container-status';
 import { HUGEPAGE_LIMITS_LABEL } from '../../src/cri/labels';
-import { startContainer } from '../../src/cri/container-lifecycle';
+import { startContainer } from '../../src/cri/container-start';
 import type { LogManager } from '../../src/cri/container-logs';
 import { hugetlbCgroup, updateContainerResources } from '../../src/cri/container-update';
 import type { ServiceDeps } from '../../src/cri/deps';
 import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/capabilities';
 import type { Logger } from '../../src/logging/logger';
-import { CriError } from '../../src/server/errors';
+import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
 
 const deps = { config: { rootDirectory: '/var/lib/crishim' } } as Parameters<typeof dockerBinds>[1];
@@ -48,7 +47,7 @@ function invalid(fn: () => unknown): string {
   try {
     fn();
   } catch (err) {
-    if (err instanceof CriError && err.code === status.INVALID_ARGUMENT) return err.message;
+    if (err instanceof DomainError && err.kind === 'invalid-argument') return err.message;
     throw err;
   }
   throw new Error('expected INVALID_ARGUMENT');
@@ -499,7 +498,7 @@ describe('hugetlb cgroup limits', () => {
   it('refuses a page size the host does not have', async () => {
     const h = await fakeV1(104, true);
     const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
-    await expect(cg.apply(104, CID, [{ page_size: '16GB', limit: '0' }], recordingLog().log)).rejects.toMatchObject({ code: status.INVALID_ARGUMENT, message: expect.stringMatching(/16GB is not supported/) });
+    await expect(cg.apply(104, CID, [{ page_size: '16GB', limit: '0' }], recordingLog().log)).rejects.toMatchObject({ kind: 'invalid-argument', message: expect.stringMatching(/16GB is not supported/) });
   });
 
   it('does nothing for a process that is gone', async () => {
@@ -578,7 +577,7 @@ describe('hugepage limits through the RPCs', () => {
     const h = await fakeV1(202, true);
     const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
     const f = fakeDocker(202, { [HUGEPAGE_LIMITS_LABEL]: JSON.stringify([{ page_size: '16GB', limit: '0' }]) });
-    await expect(startContainer(f.deps, noLogs, cg)({ container_id: CID }, ctxOf(recordingLog().log))).rejects.toMatchObject({ code: status.INVALID_ARGUMENT });
+    await expect(startContainer(f.deps, noLogs, cg)({ container_id: CID }, ctxOf(recordingLog().log))).rejects.toMatchObject({ kind: 'invalid-argument' });
     expect(f.calls).toEqual(['start', 'kill']);
   });
 
@@ -608,7 +607,7 @@ describe('hugepage limits through the RPCs', () => {
     const f = fakeDocker(205, {}, '1');
     const update = updateContainerResources(f.deps, hugetlbCgroup({ cgroupRoot: '/nonexistent', proc: '/nonexistent' }));
     await expect(update({ container_id: CID, linux: res({ unified: { 'memory.max': '1000000' } }), windows: null, annotations: {} }, ctxOf(recordingLog().log))).rejects.toMatchObject({
-      code: status.INVALID_ARGUMENT,
+      kind: 'invalid-argument',
       message: expect.stringMatching(/resources\.unified needs cgroup v2/),
     });
     expect(f.calls).toEqual([]);

@@ -4,8 +4,7 @@ import * as path from 'path';
 import { promises as fsp } from 'fs';
 import Docker from 'dockerode';
 import { createOptionsInBodyOnly } from '../../src/docker/client';
-import { toCriError } from '../../src/server/errors';
-import { status } from '@grpc/grpc-js';
+import { fromDockerError } from '../../src/docker/errors';
 
 /** A stand-in dockerd on a Unix socket that records what a create request carried where. */
 describe('container create options travel in the body only', () => {
@@ -45,7 +44,7 @@ describe('container create options travel in the body only', () => {
   });
 
   it('maps an oversized request to INVALID_ARGUMENT, not UNKNOWN', () => {
-    expect(toCriError({ statusCode: 431, message: '(HTTP code 431) unexpected' }, 'CreateContainer x').code).toBe(status.INVALID_ARGUMENT);
-    expect(toCriError({ statusCode: 413, message: 'too large' }).code).toBe(status.INVALID_ARGUMENT);
+    expect(fromDockerError({ statusCode: 431, message: '(HTTP code 431) unexpected' }, 'CreateContainer x').kind).toBe('invalid-argument');
+    expect(fromDockerError({ statusCode: 413, message: 'too large' }).kind).toBe('invalid-argument');
   });
 });

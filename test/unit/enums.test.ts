@@ -1,12 +1,11 @@
-import { status } from '@grpc/grpc-js';
 import { checkEnums } from '../../src/cri/enums';
-import { CriError } from '../../src/server/errors';
+import { DomainError } from '../../src/errors';
 
-function refusal(message: string, req: unknown): CriError | undefined {
+function refusal(message: string, req: unknown): DomainError | undefined {
   try {
     checkEnums(message, req);
   } catch (err) {
-    return err as CriError;
+    return err as DomainError;
   }
   return undefined;
 }
@@ -14,7 +13,7 @@ function refusal(message: string, req: unknown): CriError | undefined {
 describe('enum fields outside the proto', () => {
   it('are refused wherever they are, naming the field', () => {
     const r = refusal('RunPodSandboxRequest', { config: { port_mappings: [{ protocol: 'TCP' }, { protocol: 7 }] } });
-    expect(r?.code).toBe(status.INVALID_ARGUMENT);
+    expect(r?.kind).toBe('invalid-argument');
     expect(r?.message).toMatch(/config\.port_mappings\[1\]\.protocol 7 is not a valid Protocol/);
     expect(refusal('CreateContainerRequest', { config: { mounts: [{ propagation: 9 }] } })?.message).toMatch(/mounts\[0\]\.propagation/);
     expect(refusal('CreateContainerRequest', { config: { linux: { security_context: { namespace_options: { pid: 42 } } } } })?.message).toMatch(/namespace_options\.pid/);

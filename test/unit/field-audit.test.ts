@@ -1,13 +1,12 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { status } from '@grpc/grpc-js';
 import { auditContainerConfig, auditSandboxConfig, dockerMounts } from '../../src/cri/field-audit';
 import { containerUser } from '../../src/cri/container-user';
 import { criStopSignal, dockerStopSignal } from '../../src/cri/stop-signal';
 import { RUNTIME_FEATURES, runtimeHandlers } from '../../src/cri/runtime-features';
 import { dockerBinds, dockerContainerSpec, type ContainerConfig } from '../../src/cri/container-config';
-import { CriError } from '../../src/server/errors';
+import { DomainError, type ErrorKind } from '../../src/errors';
 import type { RuntimeReq } from '../../src/server/rpc';
 
 type SandboxConfig = NonNullable<RuntimeReq<'RunPodSandbox'>['config']>;
@@ -43,12 +42,12 @@ function container(extra: Record<string, unknown> = {}, sec: Record<string, unkn
   } as unknown as ContainerConfig;
 }
 
-/** The gRPC code and message a refusal carries. */
-function refusal(fn: () => unknown): { code: status; message: string } {
+/** The error kind and message a refusal carries. */
+function refusal(fn: () => unknown): { kind: ErrorKind; message: string } {
   try {
     fn();
   } catch (err) {
-    if (err instanceof CriError) return { code: err.code, message: err.message };
+    if (err instanceof DomainError) return { kind: err.kind, message: err.message };
     throw err;
   }
   throw new Error('expected a refusal');
@@ -58,17 +57,17 @@ describe('CreateContainer fields Docker cannot honour', () => {
   const api41 = '1.41';
 
   it.each([
-    ['uid mappings', { mounts: [mount({ uidMappings: [{ host_id: 1000, container_id: 0, length: 1 }] })] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.uidMappings/],
-    ['mount options', { mounts: [mount({ mount_options: ['noexec'] })] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.mount_options \["noexec"\]/],
-    ['recursive read-only on API 1.41', { mounts: [mount({ readonly: true, recursive_read_only: true })] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.recursive_read_only: this Docker \(API 1\.41\)/],
-    ['recursive read-only without readonly', { mounts: [mount({ recursive_read_only: true })] }, status.INVALID_ARGUMENT, /recursive_read_only needs readonly/],
-    ['image volume on API 1.41', { mounts: [mount({ host_path: '', image: { image: 'busybox:1' } })] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.image: this Docker \(API 1\.41\) has no image mounts/],
-    ['image_sub_path without image', { mounts: [mount({ image_sub_path: 'x' })] }, status.INVALID_ARGUMENT, /image_sub_path needs image/],
-    ['CDI devices', { CDI_devices: [{ name: 'vendor.com/gpu=0' }] }, status.UNIMPLEMENTED, /config\.CDI_devices \["vendor\.com\/gpu=0"\]/],
-    ['windows config', { windows: { resources: null, security_context: null } }, status.INVALID_ARGUMENT, /config\.windows/],
-  ])('refuses %s', (_what, extra, code, message) => {
+    ['uid mappings', { mounts: [mount({ uidMappings: [{ host_id: 1000, container_id: 0, length: 1 }] })] }, 'unimplemented', /config\.mounts\[0\]\.uidMappings/],
+    ['mount options', { mounts: [mount({ mount_options: ['noexec'] })] }, 'unimplemented', /config\.mounts\[0\]\.mount_options \["noexec"\]/],
+    ['recursive read-only on API 1.41', { mounts: [mount({ readonly: true, recursive_read_only: true })] }, 'unimplemented', /config\.mounts\[0\]\.recursive_read_only: this Docker \(API 1\.41\)/],
+    ['recursive read-only without readonly', { mounts: [mount({ recursive_read_only: true })] }, 'invalid-argument', /recursive_read_only needs readonly/],
+    ['image volume on API 1.41', { mounts: [mount({ host_path: '', image: { image: 'busybox:1' } })] }, 'unimplemented', /config\.mounts\[0\]\.image: this Docker \(API 1\.41\) has no image mounts/],
+    ['image_sub_path without image', { mounts: [mount({ image_sub_path: 'x' })] }, 'invalid-argument', /image_sub_path needs image/],
+    ['CDI devices', { CDI_devices: [{ name: 'vendor.com/gpu=0' }] }, 'unimplemented', /config\.CDI_devices \["vendor\.com\/gpu=0"\]/],
+    ['windows config', { windows: { resources: null, security_context: null } }, 'invalid-argument', /config\.windows/],
+  ])('refuses %s', (_what, extra, kind, message) => {
     const r = refusal(() => auditContainerConfig(container(extra), api41));
-    expect(r.code).toBe(code);
+    expect(r.kind).toBe(kind);
     expect(r.message).toMatch(message);
   });
 
@@ -78,7 +77,7 @@ describe('CreateContainer fields Docker cannot honour', () => {
     ['ambient capabilities', { capabilities: { add_capabilities: [], drop_capabilities: [], add_ambient_capabilities: ['NET_BIND_SERVICE'] } }, /add_ambient_capabilities \["NET_BIND_SERVICE"\]/],
   ])('refuses %s', (_what, sec, message) => {
     const r = refusal(() => auditContainerConfig(container({}, sec), api41));
-    expect(r.code).toBe(status.UNIMPLEMENTED);
+    expect(r.kind).toBe('unimplemented');
     expect(r.message).toMatch(message);
   });
 
@@ -108,7 +107,7 @@ describe('CreateContainer fields Docker cannot honour', () => {
       engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), apiVersion: '1.41', cgroupVersion: '1' }) },
     } as unknown as Parameters<typeof dockerContainerSpec>[2];
     const r = refusal(() => dockerContainerSpec(container({ mounts: [mount({ readonly: true, recursive_read_only: true })] }), { id: 'p' }, deps));
-    expect(r.code).toBe(status.UNIMPLEMENTED);
+    expect(r.kind).toBe('unimplemented');
   });
 });
 
@@ -120,8 +119,8 @@ describe('RunPodSandbox fields Docker cannot honour', () => {
     expect(refusal(() => auditSandboxConfig(pod({ namespace_options: { userns_options: { mode: 'POD', uids: [{ host_id: 100000, container_id: 0, length: 65536 }], gids: [] } } }))).message).toMatch(
       /^config\.linux\.security_context\.namespace_options\.userns_options mode POD/,
     );
-    expect(refusal(() => auditSandboxConfig(pod({ supplemental_groups_policy: 'Strict' }))).code).toBe(status.UNIMPLEMENTED);
-    expect(refusal(() => auditSandboxConfig(pod({ namespace_options: { userns_options: { mode: 'NODE', uids: [{ host_id: 1, container_id: 0, length: 1 }], gids: [] } } }))).code).toBe(status.INVALID_ARGUMENT);
+    expect(refusal(() => auditSandboxConfig(pod({ supplemental_groups_policy: 'Strict' }))).kind).toBe('unimplemented');
+    expect(refusal(() => auditSandboxConfig(pod({ namespace_options: { userns_options: { mode: 'NODE', uids: [{ host_id: 1, container_id: 0, length: 1 }], gids: [] } } }))).kind).toBe('invalid-argument');
     expect(refusal(() => auditSandboxConfig(pod(null, { windows: { security_context: null } }))).message).toMatch(/config\.windows/);
     expect(() => auditSandboxConfig(pod({ supplemental_groups_policy: 'Merge' }))).not.toThrow();
   });

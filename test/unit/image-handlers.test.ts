@@ -2,7 +2,6 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { PassThrough } from 'stream';
-import { status } from '@grpc/grpc-js';
 import Docker from 'dockerode';
 import winston from 'winston';
 import { imageUser, pinnedMatcher } from '../../src/cri/image-common';
@@ -68,7 +67,7 @@ describe('ImageStatus', () => {
     expect(await h.ImageStatus!({ image: spec('nope:1'), verbose: true }, ctx)).toEqual({ image: null, info: {} });
     const v = await h.ImageStatus!({ image: spec('t:1'), verbose: true }, ctx);
     expect(JSON.parse(v.info!.info)).toMatchObject({ id: ID, os: 'linux', config: { User: '1000:1000' } });
-    await expect(h.ImageStatus!({ image: spec('Bad Ref'), verbose: false }, ctx)).rejects.toMatchObject({ code: status.INVALID_ARGUMENT });
+    await expect(h.ImageStatus!({ image: spec('Bad Ref'), verbose: false }, ctx)).rejects.toMatchObject({ kind: 'invalid-argument' });
   });
 
   it('splits USER into uid or username', () => {
@@ -168,7 +167,7 @@ describe('pullImage', () => {
   it('fails on an error reported inside the progress stream, with its message and code', async () => {
     const d = dockerStreaming([{ status: 'Pulling from a/b', id: 'v1' }, { errorDetail: { message: 'unauthorized: authentication required' }, error: 'unauthorized: authentication required' }]);
     await expect(pullImage(d, 'r.io/a/b:v1', { logger: log })).rejects.toMatchObject({
-      code: status.UNAUTHENTICATED,
+      kind: 'unauthenticated',
       message: 'pull image r.io/a/b:v1: unauthorized: authentication required',
     });
   });

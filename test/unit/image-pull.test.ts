@@ -1,9 +1,8 @@
-import { status } from '@grpc/grpc-js';
 import winston from 'winston';
 import type { RegistryAuth } from '../../src/docker/images';
 import { createPullCoalescer, dockerAuth, pullKey, pullImageRpc, type Puller } from '../../src/cri/image-pull';
 import type { ServiceDeps } from '../../src/cri/deps';
-import { CriError } from '../../src/server/errors';
+import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
 
 const log = winston.createLogger({ silent: true });
@@ -19,7 +18,7 @@ function fakePuller() {
   const puller: Puller = (ref, auth, signal) =>
     new Promise<void>((resolve, reject) => {
       calls.push({ ref, auth, signal, resolve, reject });
-      signal.addEventListener('abort', () => reject(new CriError(status.CANCELLED, 'aborted')));
+      signal.addEventListener('abort', () => reject(new DomainError('cancelled', 'aborted')));
     });
   return { calls, puller };
 }
@@ -96,9 +95,9 @@ describe('pull coalescing', () => {
     const a = c.pull('a:1', undefined, s, log);
     const b = c.pull('a:1', undefined, s, log);
     await tick();
-    f.calls[0].reject(new CriError(status.UNAUTHENTICATED, 'pull image a:1: unauthorized: authentication required'));
-    await expect(a).rejects.toMatchObject({ code: status.UNAUTHENTICATED });
-    await expect(b).rejects.toMatchObject({ code: status.UNAUTHENTICATED, message: expect.stringMatching(/unauthorized/) });
+    f.calls[0].reject(new DomainError('unauthenticated', 'pull image a:1: unauthorized: authentication required'));
+    await expect(a).rejects.toMatchObject({ kind: 'unauthenticated' });
+    await expect(b).rejects.toMatchObject({ kind: 'unauthenticated', message: expect.stringMatching(/unauthorized/) });
     expect(c.inFlight()).toBe(0);
   });
 
@@ -111,10 +110,10 @@ describe('pull coalescing', () => {
     const b = c.pull('a:1', undefined, cb.signal, log);
     await tick();
     ca.abort();
-    await expect(a).rejects.toMatchObject({ code: status.CANCELLED });
+    await expect(a).rejects.toMatchObject({ kind: 'cancelled' });
     expect(f.calls[0].signal.aborted).toBe(false);
     cb.abort();
-    await expect(b).rejects.toMatchObject({ code: status.CANCELLED });
+    await expect(b).rejects.toMatchObject({ kind: 'cancelled' });
     expect(f.calls[0].signal.aborted).toBe(true);
     expect(c.inFlight()).toBe(0);
     // a later request starts afresh instead of joining the aborted pull
@@ -129,7 +128,7 @@ describe('pull coalescing', () => {
     const f = fakePuller();
     const ac = new AbortController();
     ac.abort();
-    await expect(createPullCoalescer(f.puller).pull('a:1', undefined, ac.signal, log)).rejects.toMatchObject({ code: status.CANCELLED });
+    await expect(createPullCoalescer(f.puller).pull('a:1', undefined, ac.signal, log)).rejects.toMatchObject({ kind: 'cancelled' });
     expect(f.calls).toHaveLength(0);
   });
 });
@@ -155,7 +154,7 @@ describe('PullImage handler', () => {
     const f = fakePuller();
     const rpc = pullImageRpc(deps, createPullCoalescer(f.puller));
     await expect(rpc({ image: { image, annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' }, auth: null, sandbox_config: null }, ctx())).rejects.toMatchObject({
-      code: status.INVALID_ARGUMENT,
+      kind: 'invalid-argument',
     });
     expect(f.calls).toHaveLength(0);
   });

@@ -1,4 +1,3 @@
-import { status } from '@grpc/grpc-js';
 import {
   canonicalRef,
   familiarRef,
@@ -6,11 +5,11 @@ import {
   normalizeRef,
   parseRef,
   pullError,
-  pullErrorCode,
+  pullErrorKind,
   registryHost,
   registryMessage,
 } from '../../src/docker/images';
-import { CriError } from '../../src/server/errors';
+import { DomainError } from '../../src/errors';
 
 const DIGEST = 'sha256:9700f9a2f5bf2c45f2f605a0bd3bce7cf37420ec9d3ed50ac2758413308766bf';
 
@@ -72,33 +71,33 @@ describe('image references', () => {
 describe('pull errors', () => {
   // messages as dockerd 20.10 answers them (probed against Debian's docker-registry)
   it.each([
-    ['unauthorized: authentication required', 500, status.UNAUTHENTICATED],
-    ['Head "http://127.0.0.1:45002/v2/probe/bb/manifests/v1": no basic auth credentials', 500, status.UNAUTHENTICATED],
-    ["pull access denied for x, repository does not exist or may require 'docker login': denied: requested access to the resource is denied", 404, status.UNAUTHENTICATED],
-    ['denied: requested access to the resource is denied', 500, status.PERMISSION_DENIED],
-    ['manifest for 127.0.0.1:45001/probe/nope:v1 not found: manifest unknown: manifest unknown', 404, status.NOT_FOUND],
-    ['Get "http://127.0.0.1:1/v2/": dial tcp 127.0.0.1:1: connect: connection refused', 500, status.UNAVAILABLE],
-    ['Get "https://nowhere.invalid/v2/": dial tcp: lookup nowhere.invalid: no such host', 500, status.UNAVAILABLE],
-    ['invalid reference format: repository name must be lowercase', 400, status.INVALID_ARGUMENT],
-    ['something odd', 500, status.UNKNOWN],
-    ['something odd', 401, status.UNAUTHENTICATED],
+    ['unauthorized: authentication required', 500, 'unauthenticated'],
+    ['Head "http://127.0.0.1:45002/v2/probe/bb/manifests/v1": no basic auth credentials', 500, 'unauthenticated'],
+    ["pull access denied for x, repository does not exist or may require 'docker login': denied: requested access to the resource is denied", 404, 'unauthenticated'],
+    ['denied: requested access to the resource is denied', 500, 'permission-denied'],
+    ['manifest for 127.0.0.1:45001/probe/nope:v1 not found: manifest unknown: manifest unknown', 404, 'not-found'],
+    ['Get "http://127.0.0.1:1/v2/": dial tcp 127.0.0.1:1: connect: connection refused', 500, 'unavailable'],
+    ['Get "https://nowhere.invalid/v2/": dial tcp: lookup nowhere.invalid: no such host', 500, 'unavailable'],
+    ['invalid reference format: repository name must be lowercase', 400, 'invalid-argument'],
+    ['something odd', 500, 'unknown'],
+    ['something odd', 401, 'unauthenticated'],
   ])('%s (HTTP %d) -> %s', (msg, http, code) => {
-    expect(pullErrorCode(msg, http)).toBe(code);
+    expect(pullErrorKind(msg, http)).toBe(code);
   });
 
   it("keeps the registry's message and drops docker-modem's HTTP wrapper", () => {
     const modemErr = Object.assign(new Error('(HTTP code 500) server error - unauthorized: authentication required '), { statusCode: 500, json: null });
     expect(registryMessage(modemErr)).toBe('unauthorized: authentication required');
     const e = pullError('r/x:1', modemErr);
-    expect(e.code).toBe(status.UNAUTHENTICATED);
+    expect(e.kind).toBe('unauthenticated');
     expect(e.message).toBe('pull image r/x:1: unauthorized: authentication required');
     // an error already prefixed is not prefixed twice
-    expect(pullError('r/x:1', new CriError(status.UNKNOWN, 'pull image r/x:1: manifest unknown')).message).toBe('pull image r/x:1: manifest unknown');
+    expect(pullError('r/x:1', new DomainError('unknown', 'pull image r/x:1: manifest unknown')).message).toBe('pull image r/x:1: manifest unknown');
   });
 
   it('maps cancellation and an unreachable daemon', () => {
     const abort = Object.assign(new Error('The operation was aborted'), { name: 'AbortError' });
-    expect(pullError('x', abort).code).toBe(status.CANCELLED);
-    expect(pullError('x', Object.assign(new Error('connect ENOENT /var/run/docker.sock'), { code: 'ENOENT' })).code).toBe(status.UNAVAILABLE);
+    expect(pullError('x', abort).kind).toBe('cancelled');
+    expect(pullError('x', Object.assign(new Error('connect ENOENT /var/run/docker.sock'), { code: 'ENOENT' })).kind).toBe('unavailable');
   });
 });

@@ -1,14 +1,13 @@
-import { status } from '@grpc/grpc-js';
 import { checkRequestLabels, makeLabels, splitLabels } from '../../src/cri/labels';
-import { CriError } from '../../src/server/errors';
+import { DomainError } from '../../src/errors';
 
 const identity = { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': 'u1' };
 
-function refusal(labels: Record<string, string>): CriError | undefined {
+function refusal(labels: Record<string, string>): DomainError | undefined {
   try {
     checkRequestLabels('config.labels', labels, identity);
   } catch (err) {
-    return err as CriError;
+    return err as DomainError;
   }
   return undefined;
 }
@@ -25,7 +24,7 @@ describe('request labels never collide with crishim’s own', () => {
     ['io.kubernetes.pod.name', 'kube-apiserver'],
   ])('refuses %s=%s, naming the key', (k, v) => {
     const err = refusal({ team: 'a', [k]: v });
-    expect(err?.code).toBe(status.INVALID_ARGUMENT);
+    expect(err?.kind).toBe('invalid-argument');
     expect(err?.message).toContain(k);
   });
 

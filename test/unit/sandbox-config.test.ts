@@ -1,7 +1,6 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { status } from '@grpc/grpc-js';
 import winston from 'winston';
 import type { ServiceDeps } from '../../src/cri/deps';
 import {
@@ -124,13 +123,13 @@ describe('resolv.conf', () => {
 });
 
 /** RunPodSandbox with a Docker that must not be reached: validation comes first. */
-async function rejection(config: SandboxConfig): Promise<{ code: number; message: string }> {
+async function rejection(config: SandboxConfig): Promise<{ kind: string; message: string }> {
   const untouched = new Proxy({}, { get: () => { throw new Error('validation should have failed before using deps'); } });
   const run = runPodSandbox(untouched as ServiceDeps);
   try {
     await run({ config, runtime_handler: '' }, ctx);
   } catch (err) {
-    return err as { code: number; message: string };
+    return err as { kind: string; message: string };
   }
   throw new Error('expected a rejection');
 }
@@ -148,13 +147,13 @@ describe('RunPodSandbox refuses hostile config', () => {
     ['options[0]', { options: ['ndots:5\r\nnameserver 6.6.6.6'] }],
   ])('dns_config.%s', async (field, d) => {
     const err = await rejection(dns(d));
-    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.kind).toBe('invalid-argument');
     expect(err.message).toContain(`config.dns_config.${field}`);
   });
 
   it.each(['../../etc', '/kubepods/../..', 'kubepods/..', 'a\u0000b'])('cgroup_parent %j', async (parent) => {
     const err = await rejection(pod({ cgroup_parent: parent }));
-    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.kind).toBe('invalid-argument');
     expect(err.message).toContain('config.linux.cgroup_parent');
   });
 
@@ -165,7 +164,7 @@ describe('RunPodSandbox refuses hostile config', () => {
     [{ 'kernel\u0000shm': '1' }],
   ])('sysctls %j', async (sysctls) => {
     const err = await rejection(pod({ sysctls }));
-    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.kind).toBe('invalid-argument');
     expect(err.message).toContain('config.linux.sysctls');
   });
 });

@@ -1,0 +1,64 @@
+import { DomainError, cancelled, unavailable } from '../errors';
+
+/** Fields dockerode (docker-modem) puts on the errors it rejects with. */
+interface DockerErrorShape {
+  statusCode?: number;
+  code?: string;
+  json?: { message?: string } | null;
+  reason?: string;
+  message?: string;
+  name?: string;
+}
+
+/** True when the error is Docker saying the object does not exist. */
+export function isDockerNotFound(err: unknown): boolean {
+  return (err as DockerErrorShape | null)?.statusCode === 404;
+}
+
+/** True when the Docker daemon could not be reached at all. */
+export function isDockerUnreachable(err: unknown): boolean {
+  const code = (err as DockerErrorShape | null)?.code;
+  return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EPIPE' || code === 'ECONNRESET' || code === 'EACCES' || code === 'ETIMEDOUT';
+}
+
+/** Docker's own message (from its JSON body) rather than docker-modem's "(HTTP code 500) ..." wrapper. */
+export function dockerMessage(err: unknown): string {
+  const e = err as DockerErrorShape | null;
+  if (e?.json && typeof e.json === 'object' && typeof e.json.message === 'string') return e.json.message;
+  if (e?.message) return e.message;
+  return String(err);
+}
+
+/**
+ * Maps any error (typically one dockerode rejected with) to a DomainError: ours pass through,
+ * Docker ones get the kind that tells the kubelet what to do next.
+ * `what` names the operation and object, e.g. `start container 3f2a...`.
+ */
+export function fromDockerError(err: unknown, what?: string): DomainError {
+  if (err instanceof DomainError) return err;
+  const prefix = what ? `${what}: ` : '';
+  const e = err as DockerErrorShape | null;
+  if (isDockerUnreachable(err)) {
+    return unavailable(`${prefix}docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`, err);
+  }
+  if ((err as { name?: string } | null)?.name === 'AbortError') return cancelled(`${prefix}cancelled`, err);
+  const keep = (kind: DomainError['kind'], text = dockerMessage(err)): DomainError => new DomainError(kind, `${prefix}${text}`, { cause: err });
+  switch (e?.statusCode) {
+    case 400:
+      return keep('invalid-argument');
+    case 413:
+    case 414:
+    case 431:
+      // the request itself is too large for dockerd (or a proxy): the config must shrink
+      return keep('invalid-argument', `request too large for docker (HTTP ${e.statusCode}): ${dockerMessage(err)}`);
+    case 404:
+      return keep('not-found');
+    case 409:
+      return keep('failed-precondition');
+    case 401:
+    case 403:
+      return keep('permission-denied');
+    default:
+      return keep('unknown');
+  }
+}
