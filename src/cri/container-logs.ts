@@ -1,7 +1,8 @@
-import { accessSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
+import { accessSync, closeSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
 import type { DockerApi } from '../docker/client';
 import { CriLogFile, lastEntries, truncateToMark, type LogStream } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
+import { openLogForAppend } from '../logging/safe-path';
 import { shortId } from '../logging/logger';
 import { startJsonFileCopy, type JsonFileCopy } from '../logs/json-file-copy';
 import type { RecordFilter } from '../logs/json-file-records';
@@ -31,6 +32,11 @@ export interface LogManager {
   prune(keep: ReadonlySet<string>): Promise<void>;
   /** Resolves when the follower for a container has drained (tests, shutdown). */
   idle(containerId: string): Promise<void>;
+  /**
+   * For a container Docker reports exited: has its copy check now and waits, at most
+   * `timeoutMs`, for the last line to be written, so whoever saw EXITED finds the whole output.
+   */
+  drained(containerId: string, timeoutMs: number): Promise<void>;
   closeAll(): void;
 }
 
@@ -451,6 +457,13 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
       log.info('container log path is a symlink (cri-dockerd container); not copying logs', { logPath });
       return;
     }
+    // the kubelet (and critest) open the file as soon as StartContainer answers: create it now,
+    // before the copy mode is known
+    try {
+      closeSync(openLogForAppend(logPath));
+    } catch (err) {
+      log.error('cannot create container log file', { logPath, error: (err as Error).message });
+    }
     const f: Follower = { stopped: false, kicked: false, interrupt: () => undefined, done: Promise.resolve() };
     const positions = opts.positions;
     f.done = (async () => {
@@ -494,6 +507,14 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
     },
     async idle(containerId) {
       await followers.get(containerId)?.done;
+    },
+    async drained(containerId, timeoutMs) {
+      const f = followers.get(containerId);
+      if (!f) return;
+      f.copy?.kick();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([f.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
     },
     closeAll() {
       for (const id of [...followers.keys()]) this.stop(id);

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import type { LogManager } from './container-logs';
 import type { HugepageLimit } from './container-config';
 import { mustFindContainer } from './container-lookup';
 import { defaultHugetlb, type HugetlbCgroup } from './container-update';
@@ -116,11 +117,16 @@ async function appliedHugepages(info: Docker.ContainerInspectInfo, hugetlb: Huge
   return hugetlb.read(info.State.Pid, info.Id).catch(() => []);
 }
 
-export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup = defaultHugetlb) {
+/** How long ContainerStatus waits for an exited container's log copy to write its last line. */
+const LOG_DRAIN_MS = 2000;
+
+export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup = defaultHugetlb, logs?: Pick<LogManager, 'drained'>) {
   return async (req: RuntimeReq<'ContainerStatus'>, ctx: CallContext): Promise<RuntimeRes<'ContainerStatus'>> => {
     const id = checkId('container_id', req.container_id);
     const info = await mustFindContainer(deps, id);
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
+    // a client that sees EXITED reads the log next (kubectl logs, critest): let the copy finish first
+    if (info.State.Status === 'exited') await logs?.drained(info.Id, LOG_DRAIN_MS);
     const out: RuntimeRes<'ContainerStatus'> = { status: statusFromInspect(info, await appliedHugepages(info, hugetlb)), info: {} };
     if (info.State.Running) out.status!.user = (await containerUser(info.State.Pid, info.Id)) ?? null;
     if (req.verbose) {

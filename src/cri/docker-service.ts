@@ -43,7 +43,7 @@ export function createDockerService(
     StopContainer: stopContainer(deps),
     RemoveContainer: removeContainer(deps, logs),
     ListContainers: listContainersRpc(deps),
-    ContainerStatus: containerStatus(deps),
+    ContainerStatus: containerStatus(deps, undefined, logs),
     UpdateContainerResources: updateContainerResources(deps),
     ReopenContainerLog: reopenContainerLog(deps, logs),
     ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),

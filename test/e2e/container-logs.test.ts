@@ -213,3 +213,26 @@ describe('container logs, exactly once and in order', () => {
     expect(await lossWarnings()).toEqual([]);
   });
 });
+
+describe('what a reader sees right after StartContainer and after EXITED', () => {
+  it('finds the CRI log file as soon as StartContainer answers', async () => {
+    const pod = await runPod('early');
+    const { file } = await runScript(pod, 'early', 'sleep 5; echo late');
+    // no waiting: the kubelet and critest open the file right after the answer
+    await expect(fsp.stat(file)).resolves.toBeTruthy();
+  });
+
+  it('has the whole output of a container that exited at once when ContainerStatus says EXITED', async () => {
+    const pod = await runPod('quick');
+    const { id, file } = await runScript(pod, 'quick', 'seq 1 200 | sed s/^/q-/');
+    let state = '';
+    for (let i = 0; i < 100 && state !== 'CONTAINER_EXITED'; i++) {
+      state = (await call(h.runtime, 'ContainerStatus', { container_id: id })).status?.state ?? '';
+      if (state !== 'CONTAINER_EXITED') await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(state).toBe('CONTAINER_EXITED');
+    // read at once, as critest does after seeing EXITED
+    const lines = linesOf(await fsp.readFile(file, 'utf8'));
+    expect(lines).toEqual(Array.from({ length: 200 }, (_, i) => `q-${i + 1}`));
+  });
+});
