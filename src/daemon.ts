@@ -17,7 +17,7 @@ import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
 import { startStreamingServer } from './streaming/server';
 import { isDockerUnreachable } from './docker/errors';
-import { createMetrics, instrumentNetwork, startMetricsServer } from './server/metrics';
+import type { Metrics } from './server/metrics';
 import { listContainers } from './cri/container-list';
 import { listSandboxes } from './cri/sandbox-list';
 import { reconcile, startNetworkJanitor } from './cri/recovery';
@@ -43,10 +43,12 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     { endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey },
     logger,
   );
-  const metrics = createMetrics();
+  // prom-client and its default collectors' timers are loaded only on nodes that serve /metrics
+  const metricsModule = config.metricsBindAddress ? await import('./server/metrics') : undefined;
+  const metrics: Metrics | undefined = metricsModule?.createMetrics();
   const engine = createEngineInfo(client.api, logger);
   instrumentDocker(client.api, (method, path, seconds, err) => {
-    metrics.observeDocker(method, path, seconds, !err);
+    metrics?.observeDocker(method, path, seconds, !err);
     // Status must say RuntimeReady=false as soon as a call finds Docker gone
     if (err && isDockerUnreachable(err)) engine.markUnreachable((err as Error).message);
   });
@@ -72,14 +74,15 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   else logger.warn(grantLine.message, grantLine.meta);
 
   const checkpoints = await createCheckpointStore(path.join(config.rootDirectory, 'sandbox'), logger);
-  const network = instrumentNetwork(createNetworkPlugin({
+  const plugin = createNetworkPlugin({
     plugin: config.networkPlugin,
     confDir: config.cniConfDir,
     binDirs: config.cniBinDirs,
     cacheDir: config.cniCacheDir,
     execTimeoutMs: config.cniExecTimeoutSeconds * 1000,
     logger,
-  }), metrics);
+  });
+  const network = metricsModule && metrics ? metricsModule.instrumentNetwork(plugin, metrics) : plugin;
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
   const ownPorts = new Set<number>();
@@ -109,13 +112,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     runtime: service.runtime,
     image: service.image,
     logger,
-    onCallDone: (method, code, seconds) => metrics.observeRpc(method, code, seconds),
+    onCallDone: metrics ? (method, code, seconds) => metrics.observeRpc(method, code, seconds) : undefined,
   });
-  metrics.setStateCollector(async () => {
+  metrics?.setStateCollector(async () => {
     const [pods, ctrs] = await Promise.all([listSandboxes(deps, null), listContainers(deps, null)]);
     return { sandboxes: countBy(pods.map((p) => p.state)), containers: countBy(ctrs.map((c) => c.state)) };
   });
-  const metricsServer = config.metricsBindAddress ? await startMetricsServer(config.metricsBindAddress, metrics, logger) : undefined;
+  const metricsServer = metricsModule && metrics ? await metricsModule.startMetricsServer(config.metricsBindAddress, metrics, logger) : undefined;
   if (metricsServer) ownPorts.add(metricsServer.port);
 
   return {
