@@ -101,26 +101,46 @@ export class JsonFileFollower {
    * than it are skipped; without one, it starts at the oldest file still on disk.
    */
   async start(from?: JsonFilePosition): Promise<void> {
-    const listed = await this.list();
-    let startAt = 0;
-    let offset = 0;
-    if (from) {
-      const i = await this.findSaved(listed, from);
-      if (i >= 0) {
-        startAt = i;
-        offset = from.offset;
-      } else if (listed.length > 0 || from.size > from.offset) {
-        this.opts.onLoss?.({
-          files: 1,
-          bytes: Math.max(0, from.size - from.offset),
-          exact: false,
-          reason: 'the json-file being copied was deleted by Docker\'s rotation before the copy resumed',
-        });
+    // Docker may rotate between the listing and the opens: then the first file opened is not the
+    // one listed, and an empty chain would make the next scan take every file, the already-copied
+    // older ones too. List again until the chain starts at the file it should.
+    for (let attempt = 0; ; attempt++) {
+      const listed = await this.list();
+      let startAt = 0;
+      let offset = 0;
+      let found = false;
+      if (from) {
+        const i = await this.findSaved(listed, from);
+        if (i >= 0) {
+          startAt = i;
+          offset = from.offset;
+          found = true;
+        }
       }
+      await this.append(listed.slice(startAt));
+      const first = listed[startAt];
+      if ((first === undefined && this.chain.length === 0) || (first !== undefined && this.chain[0]?.ino === first.ino)) {
+        if (this.chain[0]) this.chain[0].offset = offset;
+        if (from && !found && (listed.length > 0 || from.size > from.offset)) {
+          this.opts.onLoss?.({
+            files: 1,
+            bytes: Math.max(0, from.size - from.offset),
+            exact: false,
+            reason: 'the json-file being copied was deleted by Docker\'s rotation before the copy resumed',
+          });
+        }
+        break;
+      }
+      await this.closeChain();
+      if (attempt >= 20) throw new Error(`json-file ${this.file} keeps rotating under the copy; cannot find where to resume`);
     }
-    await this.append(listed.slice(startAt));
-    if (this.chain[0]) this.chain[0].offset = offset;
     this.lastScan = this.now();
+  }
+
+  private async closeChain(): Promise<void> {
+    const files = this.chain;
+    this.chain = [];
+    await Promise.all(files.map((f) => f.fh.close().catch(() => undefined)));
   }
 
   /** The next whole lines, or undefined when everything written so far has been read. */
@@ -156,9 +176,7 @@ export class JsonFileFollower {
 
   async close(): Promise<void> {
     this.closed = true;
-    const files = this.chain;
-    this.chain = [];
-    await Promise.all(files.map((f) => f.fh.close().catch(() => undefined)));
+    await this.closeChain();
   }
 
   private async readLines(cur: OpenFile): Promise<JsonChunk | undefined> {
