@@ -224,7 +224,11 @@ async function concurrent(d: Daemon): Promise<void> {
 
 /** What a torn-down bench pod may not leave: containers (pause or app), checkpoints, CNI cache entries, IP reservations. */
 async function leftovers(d: Daemon): Promise<number> {
-  const containers = await docker.listContainers({ all: true, filters: { label: ['io.kubernetes.pod.namespace=crishim-bench'] } });
+  // this run's daemon only (its root directory label): a bench run killed earlier must not count here
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: ['io.kubernetes.pod.namespace=crishim-bench', `io.crishim.root=${path.join(d.dir, 'root')}`] },
+  });
   const files = async (dir: string, keep: (f: string) => boolean): Promise<number> =>
     (await fsp.readdir(dir).catch(() => [] as string[])).filter(keep).length;
   const checkpoints = await files(path.join(d.dir, 'root', 'sandbox'), (f) => f.endsWith('.json'));
