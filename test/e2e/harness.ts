@@ -160,6 +160,10 @@ export async function teardown(h: Crishim | undefined): Promise<void> {
   await h.stop();
   h.runtime.close();
   h.image.close();
+  // what a test file left (a pod cleanup hook that ran after the daemon stopped, a failed test):
+  // containers of this daemon's root directory only, so the next file and run start clean
+  const left = await docker.listContainers({ all: true, filters: { label: [`io.crishim.root=${h.rootDir}`] } }).catch(() => []);
+  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
   try {
     execFileSync('ip', ['link', 'del', h.cni.bridge], { stdio: 'ignore' });
   } catch {
