@@ -1,4 +1,12 @@
-import { DomainError, cancelled, unavailable } from '../errors';
+import { DomainError, cancelled } from '../errors';
+
+/** dockerd itself did not answer (socket missing, connection refused or reset): not a registry or a request problem. */
+export class DockerUnreachableError extends DomainError {
+  constructor(message: string, cause?: unknown) {
+    super('unavailable', message, { cause });
+    this.name = 'DockerUnreachableError';
+  }
+}
 
 /** Fields dockerode (docker-modem) puts on the errors it rejects with. */
 interface DockerErrorShape {
@@ -17,6 +25,7 @@ export function isDockerNotFound(err: unknown): boolean {
 
 /** True when the Docker daemon could not be reached at all. */
 export function isDockerUnreachable(err: unknown): boolean {
+  if (err instanceof DockerUnreachableError) return true;
   const code = (err as DockerErrorShape | null)?.code;
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EPIPE' || code === 'ECONNRESET' || code === 'EACCES' || code === 'ETIMEDOUT';
 }
@@ -39,7 +48,7 @@ export function fromDockerError(err: unknown, what?: string): DomainError {
   const prefix = what ? `${what}: ` : '';
   const e = err as DockerErrorShape | null;
   if (isDockerUnreachable(err)) {
-    return unavailable(`${prefix}docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`, err);
+    return new DockerUnreachableError(`${prefix}docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`, err);
   }
   if ((err as { name?: string } | null)?.name === 'AbortError') return cancelled(`${prefix}cancelled`, err);
   const keep = (kind: DomainError['kind'], text = dockerMessage(err)): DomainError => new DomainError(kind, `${prefix}${text}`, { cause: err });
