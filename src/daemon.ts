@@ -8,6 +8,7 @@ import { createDockerService } from './cri/docker-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './cri/labels';
 import type { ServiceDeps } from './cri/deps';
 import { connectDocker, dockerOptions, instrumentDocker } from './docker/client';
+import { engineFor } from './docker/dockerode-engine';
 import { createEngineInfo, refreshOnDaemonEvents } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
 import { detectCapabilityGrant } from './docker/capabilities';
@@ -46,7 +47,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // prom-client and its default collectors' timers are loaded only on nodes that serve /metrics
   const metricsModule = config.metricsBindAddress ? await import('./server/metrics') : undefined;
   const metrics: Metrics | undefined = metricsModule?.createMetrics();
-  const engine = createEngineInfo(client.api, logger);
+  const docker = engineFor(client.api);
+  const engine = createEngineInfo(docker, logger);
   instrumentDocker(client.api, (method, path, seconds, err) => {
     metrics?.observeDocker(method, path, seconds, !err);
     // Status must say RuntimeReady=false as soon as a call finds Docker gone
@@ -87,7 +89,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
 
   const ownPorts = new Set<number>();
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
-  const state = createStateStore(client.api, logger);
+  const state = createStateStore(docker, logger);
   watchContainerMutations(client.api, (ref) => state.invalidate(ref));
   const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities };
   await reconcile(deps, logger);
@@ -100,8 +102,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   });
   await resumeLogCopies(deps, logs);
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));
-  const daemonEvents = refreshOnDaemonEvents(engine, client.api, logger);
-  const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker: client.api, logger });
+  const daemonEvents = refreshOnDaemonEvents(engine, docker, logger);
+  const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker, logger });
   ownPorts.add(Number(new URL(streaming.baseUrl).port));
   // known before the CRI socket opens, although the metrics server itself starts later
   const metricsPort = Number(/:(\d+)$/.exec(config.metricsBindAddress)?.[1] ?? 0);
@@ -171,10 +173,7 @@ function catchUpAfterOutage(deps: ServiceDeps, logs: ReturnType<typeof createLog
 async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>): Promise<void> {
   let containers;
   try {
-    containers = await deps.docker.listContainers({
-      all: true,
-      filters: { label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`] },
-    });
+    containers = await engineFor(deps.docker).listContainers({ label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`] });
   } catch (err) {
     deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
     return;
@@ -186,7 +185,7 @@ async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof create
   for (const c of containers) {
     const logPath = c.Labels[CONTAINER_LOGPATH_LABEL];
     if (!logPath || c.State === 'created') continue;
-    const info = await deps.docker.getContainer(c.Id).inspect().catch(() => undefined);
+    const info = await engineFor(deps.docker).inspectContainer(c.Id).catch(() => undefined);
     if (info) logs.follow(c.Id, logPath, info.Config.Tty);
   }
 }

@@ -1,4 +1,5 @@
 import { engineNowNano, followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
+import { engineFor } from '../docker/dockerode-engine';
 import { DomainError } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
@@ -215,9 +216,9 @@ export function createEventHub(deps: ServiceDeps): EventHub {
 
   /** Lists our containers before each subscription; after a reconnect, emits what changed unseen. */
   const resync = async (reconnect: boolean): Promise<number> => {
-    const from = await engineNowNano(deps.docker);
+    const from = await engineNowNano(engineFor(deps.docker));
     const listed = await deps.docker.listContainers({ all: true, filters: { label: [TYPE_LABEL] } });
-    const to = await engineNowNano(deps.docker);
+    const to = await engineNowNano(engineFor(deps.docker));
     const next = snapshotOf(listed);
     const missed = reconnect && snapshot ? diffSnapshots(snapshot, next) : [];
     snapshot = next;
@@ -234,7 +235,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
 
   return {
     subscribe() {
-      source ??= followDockerEvents(deps.docker, { type: ['container'], label: [TYPE_LABEL] }, onDockerEvent, deps.logger, { beforeSubscribe: resync });
+      source ??= followDockerEvents(engineFor(deps.docker), { type: ['container'], label: [TYPE_LABEL] }, onDockerEvent, deps.logger, { beforeSubscribe: resync });
       const s: Subscriber = { queue: [] };
       subscribers.add(s);
       return s;

@@ -107,10 +107,13 @@ export class FakeEngine implements DockerEngine {
   pullScript: { progress: PullProgress[]; error?: DomainError } = { progress: [] };
   private readonly failures = new Map<EngineCall, Array<Error | ((args: unknown[]) => Error | undefined)>>();
   private readonly subscribers = new Set<{ stream: PassThrough; filters?: Filters }>();
+  /** Every events() subscription, in order: a test can write raw lines into a stream or end it. */
+  readonly eventSubscriptions: Array<{ stream: PassThrough; opts: EventsOptions }> = [];
 
   /**
    * Makes the next call of `call` fail with `err` (queued: one failure per call). A function
-   * decides per call from its arguments and answers undefined to let that one through.
+   * is a standing rule instead: it decides every later call from its arguments and answers
+   * undefined to let that one through.
    */
   fail(call: EngineCall, err: Error | ((args: unknown[]) => Error | undefined)): this {
     const q = this.failures.get(call) ?? [];
@@ -163,8 +166,11 @@ export class FakeEngine implements DockerEngine {
     const q = this.failures.get(call);
     if (!q?.length) return;
     const next = q[0];
-    const err = typeof next === 'function' ? next(args) : next;
-    if (typeof next !== 'function' || err) q.shift();
+    if (typeof next !== 'function') {
+      q.shift();
+      throw next;
+    }
+    const err = next(args);
     if (err) throw err;
   }
 
@@ -394,6 +400,7 @@ export class FakeEngine implements DockerEngine {
     this.record('events', [opts]);
     const sub = { stream: new PassThrough(), filters: opts.filters };
     this.subscribers.add(sub);
+    this.eventSubscriptions.push({ stream: sub.stream, opts });
     sub.stream.on('close', () => this.subscribers.delete(sub));
     return sub.stream;
   }
