@@ -13,12 +13,12 @@ import {
   stopSignalOf,
   type ContainerConfig,
 } from '../../src/cri/container-config';
-import { containerStatus } from '../../src/cri/container-status';
-import { HUGEPAGE_LIMITS_LABEL } from '../../src/cri/labels';
-import { startContainer } from '../../src/cri/container-start';
-import type { LogManager } from '../../src/cri/container-logs';
-import { hugetlbCgroup, updateContainerResources } from '../../src/cri/container-update';
-import type { ServiceDeps } from '../../src/cri/deps';
+import { containerStatus } from '../../src/rpc/container-status';
+import { HUGEPAGE_LIMITS_LABEL } from '../../src/labels';
+import { startContainer } from '../../src/rpc/start-container';
+import type { LogManager } from '../../src/logs/log-manager';
+import { hugetlbCgroup, updateContainerResources } from '../../src/rpc/update-container-resources';
+import type { ServiceDeps } from '../../src/rpc/deps';
 import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/capabilities';
 import type { Logger } from '../../src/logging/logger';
 import { DomainError } from '../../src/errors';

@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import winston from 'winston';
-import type { ServiceDeps } from '../../src/cri/deps';
+import type { ServiceDeps } from '../../src/rpc/deps';
 import {
   cniPortMappings,
   hostConfigFor,
@@ -11,7 +11,7 @@ import {
   runPodSandbox,
   writeResolvConf,
   type SandboxConfig,
-} from '../../src/cri/sandbox-run';
+} from '../../src/rpc/run-pod-sandbox';
 import type { PodNetworkRequest } from '../../src/network/types';
 import type { CallContext } from '../../src/server/rpc';
 

@@ -1,0 +1,70 @@
+import type { ImageImpl, RuntimeImpl } from '../server/rpc';
+import type { ServiceDeps } from './deps';
+import { createContainer } from './create-container';
+import { reopenContainerLog } from './reopen-container-log';
+import { removeContainer, removeContainerFully } from './remove-container';
+import { startContainer } from './start-container';
+import { stopContainer } from './stop-container';
+import { listContainersRpc } from './list-containers';
+import type { LogManager } from '../logs/log-manager';
+import type { StreamingServer } from '../streaming/server';
+import { createEventHub, getContainerEvents, type EventHub } from '../events/hub';
+import { execHandlers } from './exec';
+import { imageHandlers } from './image-service';
+import { containerStatus } from './container-status';
+import { updateContainerResources } from './update-container-resources';
+import { checkpointUnsupported } from './checkpoint-container';
+import { runtimeConfig } from './runtime-config';
+import { updateRuntimeConfig } from './update-runtime-config';
+import { updatePodSandboxResources } from './update-pod-sandbox-resources';
+import { status } from './status';
+import { version } from './version';
+import { listPodSandbox } from './list-pod-sandbox';
+import { removePodSandbox } from './remove-pod-sandbox';
+import { runPodSandbox } from './run-pod-sandbox';
+import { podSandboxStatus } from './pod-sandbox-status';
+import { stopPodSandbox } from './stop-pod-sandbox';
+import { statsHandlers } from './container-stats';
+import { streamContainers, streamPodSandboxes } from './stream-containers';
+
+/**
+ * The CRI services over Docker: composes one handler module per RPC group.
+ * Every method left out answers UNIMPLEMENTED (see server/grpc-server.ts).
+ */
+export function createDockerService(
+  deps: ServiceDeps,
+  logs: LogManager,
+  streaming: StreamingServer,
+): { runtime: RuntimeImpl; image: ImageImpl; events: EventHub } {
+  const events = createEventHub(deps);
+  const runtime: RuntimeImpl = {
+    Version: version(deps),
+    Status: status(deps),
+    RunPodSandbox: runPodSandbox(deps),
+    StopPodSandbox: stopPodSandbox(deps),
+    RemovePodSandbox: removePodSandbox(deps, (id) => removeContainerFully(deps, logs, id)),
+    PodSandboxStatus: podSandboxStatus(deps),
+    ListPodSandbox: listPodSandbox(deps),
+    CreateContainer: createContainer(deps),
+    StartContainer: startContainer(deps, logs),
+    StopContainer: stopContainer(deps),
+    RemoveContainer: removeContainer(deps, logs),
+    ListContainers: listContainersRpc(deps),
+    ContainerStatus: containerStatus(deps, undefined, logs),
+    UpdateContainerResources: updateContainerResources(deps),
+    ReopenContainerLog: reopenContainerLog(deps, logs),
+    ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
+    ...statsHandlers(deps),
+    StreamPodSandboxes: streamPodSandboxes(deps),
+    StreamContainers: streamContainers(deps),
+    GetContainerEvents: getContainerEvents(events),
+    UpdateRuntimeConfig: updateRuntimeConfig(deps),
+    RuntimeConfig: runtimeConfig(deps),
+    UpdatePodSandboxResources: updatePodSandboxResources(deps),
+    CheckpointContainer: checkpointUnsupported('CheckpointContainer'),
+    CheckpointPod: checkpointUnsupported('CheckpointPod'),
+    RestorePod: checkpointUnsupported('RestorePod'),
+  };
+  const image: ImageImpl = imageHandlers(deps);
+  return { runtime, image, events };
+}
