@@ -3,11 +3,11 @@ import { DomainError } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
 import type { ServiceDeps } from '../rpc/deps';
-import { statusFromInspect } from '../rpc/container-status';
+import { statusFromInspect } from '../container/status';
 import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { findSandbox } from '../sandbox/lookup';
-import { sandboxStatusOf } from '../rpc/pod-sandbox-status';
-import { sandboxMembers } from '../rpc/stop-pod-sandbox';
+import { sandboxStatusOf } from '../sandbox/status';
+import { sandboxMembers } from '../sandbox/members';
 
 type CriEvent = RuntimeRes<'GetContainerEvents'>;
 type EventType = 'CONTAINER_CREATED_EVENT' | 'CONTAINER_STARTED_EVENT' | 'CONTAINER_STOPPED_EVENT' | 'CONTAINER_DELETED_EVENT';

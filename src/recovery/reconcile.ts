@@ -4,7 +4,7 @@ import { shortId } from '../logging/logger';
 import type { SandboxCheckpoint } from '../checkpoint/store';
 import type { ServiceDeps } from '../rpc/deps';
 import { CREATED_LABEL, ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
-import { removeDockerContainer } from '../rpc/remove-pod-sandbox';
+import { removeDockerContainer } from '../container/remove';
 
 export interface ReconcileOptions {
   /**

@@ -1,52 +1,9 @@
 import { notFound } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { CREATED_LABEL, splitLabels } from '../labels';
-import { findSandbox, recordMetadata, type SandboxRecord } from '../sandbox/lookup';
-import { isHostNetwork } from './stop-pod-sandbox';
-import { rfc3339ToNanos } from '../time';
+import { findSandbox } from '../sandbox/lookup';
 import { checkId } from '../cri/validation';
-
-type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
-
-function namespaceOptions(rec: SandboxRecord): { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode } {
-  const hc = rec.container?.HostConfig;
-  return {
-    network: isHostNetwork(rec) ? 'NODE' : 'POD',
-    pid: hc?.PidMode === 'host' ? 'NODE' : 'POD',
-    ipc: hc?.IpcMode === 'host' ? 'NODE' : 'POD',
-  };
-}
-
-export function sandboxCreatedAt(rec: SandboxRecord): string {
-  return (
-    rec.container?.Config.Labels?.[CREATED_LABEL] ??
-    rec.checkpoint?.crishim?.created_at ??
-    rfc3339ToNanos(rec.container?.Created)
-  );
-}
-
-export type CriSandboxStatus = NonNullable<RuntimeRes<'PodSandboxStatus'>['status']>;
-
-/** CRI PodSandboxStatus of a known sandbox (also used by the event stream). */
-export async function sandboxStatusOf(deps: ServiceDeps, rec: SandboxRecord): Promise<CriSandboxStatus> {
-  const ready = rec.container?.State.Running === true;
-  const split = rec.container
-    ? splitLabels(rec.container.Config.Labels)
-    : { labels: rec.checkpoint?.crishim?.labels ?? {}, annotations: rec.checkpoint?.crishim?.annotations ?? {} };
-  const net = isHostNetwork(rec) ? undefined : await deps.network.podNetwork(rec.id);
-  return {
-    id: rec.id,
-    metadata: recordMetadata(rec),
-    state: ready ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY',
-    created_at: sandboxCreatedAt(rec),
-    network: net ? { ip: net.ips[0] ?? '', additional_ips: net.ips.slice(1).map((ip) => ({ ip })) } : { ip: '', additional_ips: [] },
-    linux: { namespaces: { options: namespaceOptions(rec) } },
-    labels: split.labels,
-    annotations: split.annotations,
-    runtime_handler: rec.checkpoint?.crishim?.runtime_handler ?? '',
-  };
-}
+import { sandboxStatusOf } from '../sandbox/status';
 
 export function podSandboxStatus(deps: ServiceDeps) {
   return async (req: RuntimeReq<'PodSandboxStatus'>, ctx: CallContext): Promise<RuntimeRes<'PodSandboxStatus'>> => {

@@ -5,7 +5,7 @@ import type { ServiceDeps } from './deps';
 import type { LogManager } from '../logs/log-manager';
 import { findContainer } from '../container/lookup';
 import { CONTAINER_LOGPATH_LABEL } from '../labels';
-import { removeDockerContainer } from './remove-pod-sandbox';
+import { removeDockerContainer } from '../container/remove';
 import { checkId } from '../cri/validation';
 
 /** Removes a container, its log copier and the CRI log file crishim wrote. */

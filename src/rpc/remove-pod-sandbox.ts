@@ -1,35 +1,14 @@
-import { dockerMessage, fromDockerError, isDockerNotFound } from '../docker/errors';
+import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { findSandbox } from '../sandbox/lookup';
-import { sandboxMembers, tearDownNetwork } from './stop-pod-sandbox';
+import { tearDownNetwork } from '../sandbox/network';
+import { sandboxMembers } from '../sandbox/members';
+import { removeDockerContainer } from '../container/remove';
 import { checkId } from '../cri/validation';
 
 /** Removes one member container with everything crishim keeps for it (log copier, log file). */
 export type ContainerRemover = (containerId: string) => Promise<void>;
-
-/**
- * Force-removes a Docker container; gone already is fine, and so is a removal
- * someone else started (Docker answers 409 "already in progress"): we wait for it.
- */
-export async function removeDockerContainer(deps: ServiceDeps, id: string): Promise<void> {
-  try {
-    await deps.docker.getContainer(id).remove({ force: true, v: true });
-  } catch (err) {
-    if (isDockerNotFound(err)) return;
-    if (!/already in progress/.test(dockerMessage(err))) throw err;
-    for (let i = 0; i < 100; i++) {
-      try {
-        await deps.docker.getContainer(id).inspect();
-      } catch (e) {
-        if (isDockerNotFound(e)) return;
-        throw e;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw err;
-  }
-}
 
 export function removePodSandbox(deps: ServiceDeps, removeContainer: ContainerRemover) {
   return async (req: RuntimeReq<'RemovePodSandbox'>, ctx: CallContext): Promise<RuntimeRes<'RemovePodSandbox'>> => {

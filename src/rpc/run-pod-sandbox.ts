@@ -1,25 +1,22 @@
-import { promises as fsp } from 'fs';
 import type * as Docker from '../docker/types';
-import type { CheckpointPortMapping } from '../checkpoint/store';
 import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
-import type { PortMappingSpec } from '../network/types';
 import { DomainError, invalidArgument } from '../errors';
 import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
+import { pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../sandbox/pause-container';
+import { cniPortMappings, portMappingsOf } from '../sandbox/port-mappings';
 import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { sandboxName, withRandomSuffix } from '../cri/naming';
-import { apparmorSecurityOpt, resolveSeccomp, seccompSecurityOpt } from '../cri/security';
+import { resolveSeccomp } from '../cri/security';
 import { checkEnums } from '../cri/enums';
 import { auditSandboxConfig } from '../cri/field-audit';
-import { selinuxOpts } from '../cri/container-config';
 import { nowNanos } from '../time';
 import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from '../cri/validation';
 
 type Request = RuntimeReq<'RunPodSandbox'>;
-export type SandboxConfig = NonNullable<Request['config']>;
 
 /** Undo steps collected while a sandbox is built; run newest first when a later step fails. */
 class Rollback {
@@ -37,27 +34,6 @@ class Rollback {
     }
     this.steps = [];
   }
-}
-
-export function portMappingsOf(config: SandboxConfig): CheckpointPortMapping[] {
-  return (config.port_mappings ?? []).map((p) => ({
-    protocol: p.protocol.toLowerCase(),
-    container_port: p.container_port,
-    host_port: p.host_port,
-    host_ip: p.host_ip || undefined,
-  }));
-}
-
-/** Only mappings with a host port reach the portmap plugin (the rest are informational). */
-export function cniPortMappings(mappings: CheckpointPortMapping[]): PortMappingSpec[] {
-  return mappings
-    .filter((p) => p.host_port > 0)
-    .map((p) => ({
-      hostPort: p.host_port,
-      containerPort: p.container_port,
-      protocol: (p.protocol === 'udp' || p.protocol === 'sctp' ? p.protocol : 'tcp') as PortMappingSpec['protocol'],
-      hostIP: p.host_ip,
-    }));
 }
 
 /** TCP hostPorts on crishim's own listeners are refused: the pod would capture their traffic (POST /exec/<token>). */
@@ -102,71 +78,6 @@ export function checkDnsConfig(dns: SandboxConfig['dns_config']): void {
   (dns.options ?? []).forEach((v, i) => checkResolvToken(`config.dns_config.options[${i}]`, v));
 }
 
-/** Docker host config for the pause container; everything pod-wide lives here. */
-export function hostConfigFor(
-  deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>,
-  config: SandboxConfig,
-  runtime: string | undefined,
-  /** From security.ts `resolveSeccomp`; required for a Localhost seccomp profile. */
-  seccomp?: string[],
-): Docker.HostConfig {
-  const linux = config.linux;
-  const sec = linux?.security_context;
-  const ns = sec?.namespace_options;
-  const hostNetwork = ns?.network === 'NODE';
-  const hc: Docker.HostConfig = {
-    // CNI configures the pod's own netns; Docker must not attach a network of its own
-    NetworkMode: hostNetwork ? 'host' : 'none',
-    // containers of the pod join this IPC namespace, so it must be shareable
-    IpcMode: ns?.ipc === 'NODE' ? 'host' : 'shareable',
-    PidMode: ns?.pid === 'NODE' ? 'host' : '',
-    OomScoreAdj: deps.sandboxOomScoreAdj,
-    ReadonlyRootfs: sec?.readonly_rootfs ?? false,
-    SecurityOpt: [
-      ...(seccomp ?? seccompSecurityOpt(sec?.seccomp, sec?.seccomp_profile_path)),
-      ...apparmorSecurityOpt(sec?.apparmor, undefined),
-      ...selinuxOpts(sec?.selinux_options),
-    ],
-    RestartPolicy: { Name: 'no' },
-  };
-  if (hostNetwork) hc.UTSMode = 'host';
-  if (linux?.cgroup_parent) hc.CgroupParent = linux.cgroup_parent;
-  if (linux?.sysctls && Object.keys(linux.sysctls).length > 0) hc.Sysctls = linux.sysctls;
-  if (sec?.supplemental_groups?.length) hc.GroupAdd = sec.supplemental_groups.map(String);
-  if (runtime) hc.Runtime = runtime;
-  // Privileged is not passed on: the pause process never needs it, and hosts that
-  // refuse privileged containers (like these) would fail every privileged pod.
-  return hc;
-}
-
-/** `uid[:gid]` the pause process runs as (the pod's run_as_user/run_as_group). */
-export function userOf(config: SandboxConfig): string | undefined {
-  const sec = config.linux?.security_context;
-  if (!sec?.run_as_user) return undefined;
-  const uid = String(sec.run_as_user.value);
-  return sec.run_as_group ? `${uid}:${String(sec.run_as_group.value)}` : uid;
-}
-
-/** Create options of the pause container, but its name. */
-export function pauseContainerSpec(
-  deps: Pick<ServiceDeps, 'sandboxOomScoreAdj'>,
-  config: SandboxConfig,
-  image: string,
-  labels: Record<string, string>,
-  runtime: string | undefined,
-  seccomp?: string[],
-): Docker.ContainerCreateOptions {
-  const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
-  return {
-    Image: image,
-    Labels: labels,
-    // a host-network pod has the node's hostname (UTSMode host)
-    Hostname: hostNetwork ? undefined : config.hostname || undefined,
-    User: userOf(config),
-    HostConfig: hostConfigFor(deps, config, runtime, seccomp),
-  };
-}
-
 async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<string | undefined> {
   if (!handler) return undefined;
   // a runtime added by a dockerd reload since the last refresh is looked up once more before refusing
@@ -175,17 +86,6 @@ async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<
     throw invalidArgument(`unknown runtime handler ${JSON.stringify(handler)}; docker has: ${engine.runtimes.join(', ') || 'none'}`);
   }
   return handler;
-}
-
-/** Writes the pod's resolv.conf the way dockershim did: into the file Docker bind-mounts. */
-export async function writeResolvConf(path: string, dns: SandboxConfig['dns_config']): Promise<void> {
-  if (!dns || (dns.servers.length === 0 && dns.searches.length === 0 && dns.options.length === 0)) return;
-  const lines = [
-    ...dns.servers.map((s) => `nameserver ${s}`),
-    ...(dns.searches.length ? [`search ${dns.searches.join(' ')}`] : []),
-    ...(dns.options.length ? [`options ${dns.options.join(' ')}`] : []),
-  ];
-  await fsp.writeFile(path, lines.join('\n') + '\n');
 }
 
 async function createPauseContainer(

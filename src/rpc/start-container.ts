@@ -5,7 +5,7 @@ import type { ServiceDeps } from './deps';
 import type { LogManager } from '../logs/log-manager';
 import { hugepageLimitsOf, type HugepageLimit } from '../cri/container-config';
 import { mustFindContainer } from '../container/lookup';
-import { defaultHugetlb, type HugetlbCgroup } from './update-container-resources';
+import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
 import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from '../labels';
 import { checkId } from '../cri/validation';
 

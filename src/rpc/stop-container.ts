@@ -2,7 +2,7 @@ import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { mustFindContainer } from '../container/lookup';
-import { stopQuietly } from './stop-pod-sandbox';
+import { stopQuietly } from '../container/stop-quietly';
 import { checkId } from '../cri/validation';
 
 export function stopContainer(deps: ServiceDeps) {

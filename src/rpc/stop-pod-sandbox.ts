@@ -1,57 +1,17 @@
 import { notFound } from '../errors';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
+import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { summaryOf, type ListedContainer } from '../state/summary';
-import { CREATED_LABEL, SANDBOX_ID_LABEL } from '../labels';
-import { findSandbox, recordMetadata, type SandboxRecord } from '../sandbox/lookup';
-import { cniPortMappings } from './run-pod-sandbox';
+import { findSandbox } from '../sandbox/lookup';
+import { tearDownNetwork } from '../sandbox/network';
+import { sandboxMembers } from '../sandbox/members';
+import { stopQuietly } from '../container/stop-quietly';
 import { checkId } from '../cri/validation';
 
 /** The pause process exits on SIGTERM at once; the grace period only covers a wedged one. */
 const SANDBOX_STOP_GRACE_SECONDS = 10;
 /** CNI DEL tries per StopPodSandbox before the error goes back to the kubelet (which retries too). */
 const DEL_ATTEMPTS = 3;
-
-export function isHostNetwork(rec: SandboxRecord): boolean {
-  if (rec.checkpoint) return rec.checkpoint.data.host_network === true;
-  return rec.container?.HostConfig.NetworkMode === 'host';
-}
-
-/** Docker containers (not the pause one) that belong to a sandbox. */
-export async function sandboxMembers(deps: ServiceDeps, sandboxId: string): Promise<ListedContainer[]> {
-  if (deps.state) return (await deps.state.list()).filter((c) => c.Config.Labels?.[SANDBOX_ID_LABEL] === sandboxId).map(summaryOf);
-  return deps.docker.listContainers({ all: true, filters: { label: [`${SANDBOX_ID_LABEL}=${sandboxId}`] } });
-}
-
-/** CNI DEL for a sandbox, from the cache (works with the pause container gone). */
-export async function tearDownNetwork(deps: ServiceDeps, rec: SandboxRecord, ctx: CallContext): Promise<void> {
-  if (isHostNetwork(rec)) return;
-  const meta = recordMetadata(rec);
-  const pid = rec.container?.State.Running ? rec.container.State.Pid : 0;
-  await deps.network.tearDownPod({
-    podName: meta.name,
-    podNamespace: meta.namespace,
-    podUid: meta.uid,
-    sandboxId: rec.id,
-    netnsPath: pid ? `/proc/${pid}/ns/net` : '',
-    portMappings: cniPortMappings(rec.checkpoint?.data.port_mappings ?? []),
-    signal: ctx.signal,
-    // no crishim labels: cri-dockerd set this pod's network up, not us
-    adopted: rec.container ? rec.container.Config.Labels?.[CREATED_LABEL] === undefined : !rec.checkpoint?.crishim,
-  });
-}
-
-/** Stops a container, ignoring "already gone" and "already stopped". */
-export async function stopQuietly(deps: ServiceDeps, id: string, graceSeconds: number): Promise<void> {
-  try {
-    await deps.docker.getContainer(id).stop({ t: graceSeconds });
-  } catch (err) {
-    const code = (err as { statusCode?: number }).statusCode;
-    if (code === 304 || isDockerNotFound(err)) return;
-    throw err;
-  }
-}
 
 export function stopPodSandbox(deps: ServiceDeps) {
   return async (req: RuntimeReq<'StopPodSandbox'>, ctx: CallContext): Promise<RuntimeRes<'StopPodSandbox'>> => {

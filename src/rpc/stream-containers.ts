@@ -1,7 +1,7 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
-import { listContainers } from './list-containers';
-import { listSandboxes } from './list-pod-sandbox';
+import { listContainers } from '../container/list';
+import { listSandboxes } from '../sandbox/list';
 
 /** Items per message of the Stream* RPCs: far below the 16 MiB message limit even with many labels. */
 export const STREAM_CHUNK = 100;

@@ -3,15 +3,9 @@ import * as os from 'os';
 import * as path from 'path';
 import winston from 'winston';
 import type { ServiceDeps } from '../../src/rpc/deps';
-import {
-  cniPortMappings,
-  hostConfigFor,
-  pauseContainerSpec,
-  portMappingsOf,
-  runPodSandbox,
-  writeResolvConf,
-  type SandboxConfig,
-} from '../../src/rpc/run-pod-sandbox';
+import { runPodSandbox } from '../../src/rpc/run-pod-sandbox';
+import { hostConfigFor, pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../../src/sandbox/pause-container';
+import { cniPortMappings, portMappingsOf } from '../../src/sandbox/port-mappings';
 import type { PodNetworkRequest } from '../../src/network/types';
 import type { CallContext } from '../../src/server/rpc';
 
