@@ -6,6 +6,7 @@ import type { EngineInfo } from '../docker/engine-info';
 import type { Logger } from '../logging/logger';
 import type { NetworkPlugin } from '../network/types';
 import type { StateStore } from '../state/store';
+import type { StreamingServer } from '../streaming/server';
 
 /** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
 export interface ServiceDeps {
@@ -28,4 +29,11 @@ export interface ServiceDeps {
   state?: StateStore;
   /** What privileged containers and `ALL` can be given here, detected once at start-up. */
   capabilities?: CapabilityGrant;
+}
+
+/** What ExecSync, Exec, Attach and PortForward need (the e2e tests build it without the rest). */
+export interface ExecDeps {
+  docker: DockerApi;
+  streaming: StreamingServer;
+  logger: Logger;
 }

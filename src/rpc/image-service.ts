@@ -2,8 +2,10 @@ import type { ImageImpl } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { pinnedMatcher } from '../images/image-common';
 import { imageFsInfoRpc } from './image-fs-info';
-import { listImagesRpc, streamImagesRpc } from './list-images';
-import { createPullCoalescer, dockerPuller, pullImageRpc, type PullCoalescer } from './pull-image';
+import { listImagesRpc } from './list-images';
+import { streamImagesRpc } from './stream-images';
+import { pullImageRpc } from './pull-image';
+import { createPullCoalescer, dockerPuller, type PullCoalescer } from '../images/pull';
 import { removeImageRpc } from './remove-image';
 import { imageStatusRpc } from './image-status';
 

@@ -9,7 +9,11 @@ import { listContainersRpc } from './list-containers';
 import type { LogManager } from '../logs/log-manager';
 import type { StreamingServer } from '../streaming/server';
 import { createEventHub, getContainerEvents, type EventHub } from '../events/hub';
-import { execHandlers } from './exec';
+import { execRpc } from './exec';
+import { execSync } from './exec-sync';
+import { attachRpc } from './attach';
+import { portForwardRpc } from './port-forward';
+import type { ExecDeps } from './deps';
 import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './update-container-resources';
@@ -24,8 +28,18 @@ import { removePodSandbox } from './remove-pod-sandbox';
 import { runPodSandbox } from './run-pod-sandbox';
 import { podSandboxStatus } from './pod-sandbox-status';
 import { stopPodSandbox } from './stop-pod-sandbox';
-import { statsHandlers } from './container-stats';
-import { streamContainers, streamPodSandboxes } from './stream-containers';
+import { containerStats } from './container-stats';
+import { listContainerStats } from './list-container-stats';
+import { streamContainerStats } from './stream-container-stats';
+import { podSandboxStats } from './pod-sandbox-stats';
+import { listPodSandboxStats } from './list-pod-sandbox-stats';
+import { streamPodSandboxStats } from './stream-pod-sandbox-stats';
+import { listMetricDescriptors } from './list-metric-descriptors';
+import { listPodSandboxMetrics } from './list-pod-sandbox-metrics';
+import { streamPodSandboxMetrics } from './stream-pod-sandbox-metrics';
+import { createStatsViews, type StatsViews } from '../cri/stats-views';
+import { streamContainers } from './stream-containers';
+import { streamPodSandboxes } from './stream-pod-sandboxes';
 
 /**
  * The CRI services over Docker: composes one handler module per RPC group.
@@ -54,7 +68,7 @@ export function createDockerService(
     UpdateContainerResources: updateContainerResources(deps),
     ReopenContainerLog: reopenContainerLog(deps, logs),
     ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
-    ...statsHandlers(deps),
+    ...statsHandlers(createStatsViews(deps)),
     StreamPodSandboxes: streamPodSandboxes(deps),
     StreamContainers: streamContainers(deps),
     GetContainerEvents: getContainerEvents(events),
@@ -67,4 +81,44 @@ export function createDockerService(
   };
   const image: ImageImpl = imageHandlers(deps);
   return { runtime, image, events };
+}
+
+/** ExecSync, Exec, Attach and PortForward over Docker and the streaming server. */
+export function execHandlers(deps: ExecDeps): Required<Pick<RuntimeImpl, 'ExecSync' | 'Exec' | 'Attach' | 'PortForward'>> {
+  return {
+    ExecSync: execSync(deps),
+    Exec: execRpc(deps),
+    Attach: attachRpc(deps),
+    PortForward: portForwardRpc(deps),
+  };
+}
+
+type StatsHandlers = Required<
+  Pick<
+    RuntimeImpl,
+    | 'ContainerStats'
+    | 'ListContainerStats'
+    | 'StreamContainerStats'
+    | 'PodSandboxStats'
+    | 'ListPodSandboxStats'
+    | 'StreamPodSandboxStats'
+    | 'ListMetricDescriptors'
+    | 'ListPodSandboxMetrics'
+    | 'StreamPodSandboxMetrics'
+  >
+>;
+
+/** Stats and metrics RPCs; no RPC calls Docker in the steady state (see cri/stats-views.ts). */
+export function statsHandlers(views: StatsViews): StatsHandlers {
+  return {
+    ContainerStats: containerStats(views),
+    ListContainerStats: listContainerStats(views),
+    StreamContainerStats: streamContainerStats(views),
+    PodSandboxStats: podSandboxStats(views),
+    ListPodSandboxStats: listPodSandboxStats(views),
+    StreamPodSandboxStats: streamPodSandboxStats(views),
+    ListMetricDescriptors: listMetricDescriptors(views),
+    ListPodSandboxMetrics: listPodSandboxMetrics(views),
+    StreamPodSandboxMetrics: streamPodSandboxMetrics(views),
+  };
 }
