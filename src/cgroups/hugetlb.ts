@@ -3,7 +3,7 @@ import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import { internal, invalidArgument } from '../errors';
 import { controllerDir, DEFAULT_CGROUP_ROOT, keyPath, readProcCgroup, type CgroupPaths } from '../stats/cgroup-path';
-import { checkHugepageLimits, type HugepageLimit } from '../cri/container-config';
+import { checkHugepageLimits, type HugepageLimit } from '../cri/container-resources';
 
 export interface HugetlbOptions {
   /** Where the cgroup hierarchies are mounted (a temp dir in tests). */

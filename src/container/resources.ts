@@ -2,7 +2,7 @@ import type * as Docker from '../docker/types';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../rpc/deps';
-import { cgroupVersionOf, checkHugepageLimits, dockerResources } from '../cri/container-config';
+import { cgroupVersionOf, checkHugepageLimits, dockerResources } from '../cri/container-resources';
 import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
 
 type Resources = Parameters<typeof dockerResources>[0];

@@ -1,6 +1,6 @@
 import type * as Docker from '../docker/types';
 import type { RuntimeRes } from '../server/rpc';
-import type { HugepageLimit } from '../cri/container-config';
+import type { HugepageLimit } from '../cri/container-resources';
 import { CONTAINER_LOGPATH_LABEL, CONTAINER_NAME_LABEL, CREATED_LABEL, SANDBOX_ID_LABEL, ATTEMPT_LABEL, splitLabels } from '../labels';
 import { parseName } from '../cri/naming';
 import { rfc3339ToNanos } from '../time';

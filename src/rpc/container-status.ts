@@ -2,7 +2,7 @@ import type * as Docker from '../docker/types';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import type { LogManager } from '../logs/log-manager';
-import type { HugepageLimit } from '../cri/container-config';
+import type { HugepageLimit } from '../cri/container-resources';
 import { mustFindContainer } from '../container/lookup';
 import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
 import { checkId } from '../cri/validation';

@@ -3,7 +3,7 @@ import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import type { LogManager } from '../logs/log-manager';
-import { hugepageLimitsOf, type HugepageLimit } from '../cri/container-config';
+import { hugepageLimitsOf, type HugepageLimit } from '../cri/container-resources';
 import { mustFindContainer } from '../container/lookup';
 import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
 import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from '../labels';

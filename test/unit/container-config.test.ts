@@ -2,17 +2,8 @@ import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import {
-  cgroupVersionOf,
-  dockerBinds,
-  dockerContainerSpec,
-  dockerResources,
-  hugepageLimitsOf,
-  resolveLogPath,
-  sharesFromWeight,
-  stopSignalOf,
-  type ContainerConfig,
-} from '../../src/cri/container-config';
+import { dockerBinds, dockerContainerSpec, resolveLogPath, stopSignalOf, type ContainerConfig } from '../../src/cri/container-config';
+import { cgroupVersionOf, dockerResources, hugepageLimitsOf, sharesFromWeight } from '../../src/cri/container-resources';
 import { containerStatus } from '../../src/rpc/container-status';
 import { HUGEPAGE_LIMITS_LABEL } from '../../src/labels';
 import { startContainer } from '../../src/rpc/start-container';
