@@ -1,14 +1,15 @@
 import { accessSync, closeSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
 import type { DockerApi } from '../docker/client';
-import { CriLogFile, lastEntries, truncateToMark, type LogStream } from '../logging/cri-log';
+import { CriLogFile, lastEntries, truncateToMark } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
 import { openLogForAppend } from '../logging/safe-path';
 import { shortId } from '../logging/logger';
-import { startJsonFileCopy, type JsonFileCopy } from './json-file-copy';
+import { startJsonFileCopy } from './json-file-copy';
 import type { RecordFilter } from './json-file-records';
 import type { LogPositionStore } from './log-positions';
-import { isDockerNotFound, isDockerUnreachable } from '../docker/errors';
-import { rfc3339ToNanos } from '../time';
+import { isDockerNotFound } from '../docker/errors';
+import type { Follower } from './follower';
+import { copyThroughApi, type ApiCopyEnv } from './api-copy';
 
 /**
  * Copies each container's output from Docker's json-file log into its CRI log file, one
@@ -51,154 +52,6 @@ export interface LogManagerOptions {
   positions?: LogPositionStore;
 }
 
-/**
- * Docker's log copier (daemon/logger/copier.go, 16 KiB buffer for json-file) cuts a line
- * without newline into records of this many bytes; checked against Docker 20.10.
- */
-export const DOCKER_PARTIAL_BYTES = 16 * 1024;
-
-/** One json-file record as the logs API replays it with timestamps=true. */
-export type RecordHandler = (stream: LogStream, timestamp: string, message: Buffer) => void;
-
-/** Incremental parser of Docker's multiplexed stream: 8-byte header (stream, size) + payload. */
-export class FrameParser {
-  private buf: Buffer = Buffer.alloc(0);
-  constructor(private readonly onFrame: (stream: LogStream, payload: Buffer) => void) {}
-  push(chunk: Buffer): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    while (this.buf.length >= 8) {
-      const size = this.buf.readUInt32BE(4);
-      if (this.buf.length < 8 + size) break;
-      const stream: LogStream = this.buf[0] === 2 ? 'stderr' : 'stdout';
-      this.onFrame(stream, this.buf.subarray(8, 8 + size));
-      this.buf = this.buf.subarray(8 + size);
-    }
-  }
-}
-
-/** Splits one frame's "<timestamp> <message>" (a whole record: Docker writes one frame per record). */
-export function splitRecord(payload: Buffer): { timestamp: string; message: Buffer } | undefined {
-  const sp = payload.indexOf(0x20);
-  if (sp <= 0) return undefined;
-  return { timestamp: payload.subarray(0, sp).toString('latin1'), message: payload.subarray(sp + 1) };
-}
-
-/**
- * Parser of the logs stream of a tty container, which has no framing: each record is
- * "<timestamp> <message>" and a partial record (a line cut at 16 KiB, or the rest flushed
- * when the container exits) has no newline. So a message ends after its newline or after
- * DOCKER_PARTIAL_BYTES bytes, whichever comes first.
- */
-export class TtyRecordParser {
-  private tsParts: Buffer[] = [];
-  private timestamp: string | undefined;
-  private msgParts: Buffer[] = [];
-  private msgLen = 0;
-
-  constructor(
-    private readonly onRecord: RecordHandler,
-    private readonly maxMessage = DOCKER_PARTIAL_BYTES,
-  ) {}
-
-  push(chunk: Buffer): void {
-    let i = 0;
-    while (i < chunk.length) i = this.timestamp === undefined ? this.readTimestamp(chunk, i) : this.readMessage(chunk, i);
-  }
-
-  /** The stream ended: what is left is the last record. */
-  end(): void {
-    if (this.timestamp !== undefined && this.msgLen > 0) this.emit();
-    this.timestamp = undefined;
-    this.tsParts = [];
-  }
-
-  private readTimestamp(chunk: Buffer, from: number): number {
-    const sp = chunk.indexOf(0x20, from);
-    if (sp < 0) {
-      this.tsParts.push(chunk.subarray(from));
-      return chunk.length;
-    }
-    this.tsParts.push(chunk.subarray(from, sp));
-    this.timestamp = Buffer.concat(this.tsParts).toString('latin1');
-    this.tsParts = [];
-    return sp + 1;
-  }
-
-  private readMessage(chunk: Buffer, from: number): number {
-    const limit = Math.min(chunk.length, from + this.maxMessage - this.msgLen);
-    const nl = chunk.indexOf(0x0a, from);
-    const stop = nl >= 0 && nl < limit ? nl + 1 : limit;
-    this.msgParts.push(chunk.subarray(from, stop));
-    this.msgLen += stop - from;
-    if (stop === nl + 1 || this.msgLen >= this.maxMessage) this.emit();
-    return stop;
-  }
-
-  private emit(): void {
-    const message = Buffer.concat(this.msgParts, this.msgLen);
-    const timestamp = this.timestamp ?? '';
-    this.timestamp = undefined;
-    this.msgParts = [];
-    this.msgLen = 0;
-    this.onRecord('stdout', timestamp, message);
-  }
-}
-
-const DOCKER_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$/;
-
-/**
- * Where copying resumes: everything up to `ns` is in the file, `seen` of those entries
- * carry exactly `ns` (Docker gives all pieces of a cut line the first piece's time), and
- * Docker's inclusive `since` replays them, so that many are skipped again.
- */
-class ResumePoint {
-  private since = 0n;
-  private skip = 0;
-  constructor(
-    private ns: bigint,
-    private seen: number,
-  ) {}
-
-  /** Before each pass: the `since` value for Docker. */
-  begin(): string | undefined {
-    this.since = this.ns;
-    this.skip = this.seen;
-    if (this.ns <= 0n) return undefined;
-    return `${this.ns / 1_000_000_000n}.${(this.ns % 1_000_000_000n).toString().padStart(9, '0')}`;
-  }
-
-  /** True when the record is new and must be written. */
-  accept(ns: bigint): boolean {
-    // only the replay is filtered: stdout and stderr records may come slightly out of order
-    if (ns < this.since) return false;
-    if (ns === this.since && this.skip > 0) {
-      this.skip -= 1;
-      return false;
-    }
-    if (ns === this.ns) this.seen += 1;
-    else if (ns > this.ns) {
-      this.ns = ns;
-      this.seen = 1;
-    }
-    return true;
-  }
-}
-
-interface Follower {
-  /** Opened once the mode is known (the local mode first cuts the file back to its saved size). */
-  file?: CriLogFile;
-  /** The local copy, when this follower reads the json-file itself. */
-  copy?: JsonFileCopy;
-  done: Promise<void>;
-  /** Aborts the current stream or wait. */
-  interrupt: () => void;
-  stopped: boolean;
-  /** follow() was called again meanwhile (the container may have been started again). */
-  kicked: boolean;
-}
-
-type LogsStream = NodeJS.ReadableStream & { destroy(): void };
-
 /** Start time of a process (field 22 of /proc/<pid>/stat), which tells it from a later one reusing the pid. */
 function processStart(pid: number): string | undefined {
   try {
@@ -233,147 +86,12 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
   const retryMinMs = opts.retryMinMs ?? 1000;
   const retryMaxMs = opts.retryMaxMs ?? 30_000;
 
-  /** The logs-API copy (remote Docker, or a json-file not readable here). */
-  const copyThroughApi = (containerId: string, logPath: string, tty: boolean, log: Logger, f: Follower): Promise<void> => {
-    let file: CriLogFile;
-    try {
-      file = new CriLogFile(logPath);
-    } catch (err) {
-      log.error('cannot open container log file', { logPath, error: (err as Error).message });
-      finish(containerId, f);
-      return Promise.resolve();
-    }
-    f.file = file;
-    const last = lastEntries(logPath);
-    const resume = new ResumePoint(last ? BigInt(rfc3339ToNanos(last.timestamp)) : 0n, last?.count ?? 0);
-    let interruptWait: (() => void) | undefined;
-    f.interrupt = () => interruptWait?.();
-
-    const onRecord: RecordHandler = (stream, timestamp, message) => {
-      if (!DOCKER_TIMESTAMP.test(timestamp)) {
-        log.debug('dropping a log record without a timestamp', { timestamp: timestamp.slice(0, 40) });
-        return;
-      }
-      if (f.stopped || !resume.accept(BigInt(rfc3339ToNanos(timestamp)))) return;
-      try {
-        file.write(timestamp, stream, message);
-      } catch (err) {
-        // thrown from a stream event handler it would take the daemon down
-        log.error('cannot write container log file', { logPath, error: (err as Error).message });
-      }
-    };
-
-    /** A parser for this container's logs stream that counts the records it hands on. */
-    const recordParser = (onRecordCounted: RecordHandler): { push(chunk: Buffer): void; end(): void } => {
-      if (tty) return new TtyRecordParser(onRecordCounted);
-      const frames = new FrameParser((s, payload) => {
-        const rec = splitRecord(payload);
-        if (rec) onRecordCounted(s, rec.timestamp, rec.message);
-      });
-      return { push: (chunk) => frames.push(chunk), end: () => undefined };
-    };
-
-    /** Both streams with timestamps, from where the file ends (Docker's `since` takes seconds.nanos as a string). */
-    const fromResumePoint = (): { stdout: true; stderr: true; timestamps: true; since?: number } => {
-      const since = resume.begin();
-      return { stdout: true, stderr: true, timestamps: true, ...(since ? { since: since as unknown as number } : {}) };
-    };
-
-    /** One logs request, followed until Docker ends it; resolves with the number of records seen. */
-    const copyPass = async (): Promise<number> => {
-      f.kicked = false;
-      const stream = (await docker.getContainer(containerId).logs({ ...fromResumePoint(), follow: true })) as unknown as LogsStream;
-      let records = 0;
-      const parser = recordParser((s, ts, msg) => {
-        records += 1;
-        onRecord(s, ts, msg);
-      });
-      await new Promise<void>((resolve) => {
-        interruptWait = () => stream.destroy();
-        if (f.stopped) stream.destroy();
-        stream.on('data', (chunk: Buffer) => parser.push(chunk));
-        stream.on('end', () => parser.end());
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        // whether Docker went away or the container stopped, inspect tells next
-        stream.on('error', (err: Error) => {
-          if (!f.stopped) log.debug('container log stream broke', { error: err.message });
-          resolve();
-        });
-      });
-      interruptWait = undefined;
-      return records;
-    };
-
-    /**
-     * A follow that ends as the container exits can miss the last record Docker flushes at
-     * exit (a line without newline): one plain read after the exit picks it up, and the
-     * resume point skips what was already written.
-     */
-    const finalPass = async (): Promise<void> => {
-      const all = (await docker.getContainer(containerId).logs({ ...fromResumePoint(), follow: false })) as Buffer;
-      const parser = recordParser(onRecord);
-      parser.push(Buffer.isBuffer(all) ? all : Buffer.from(all));
-      parser.end();
-    };
-
-    const wait = (ms: number): Promise<void> =>
-      new Promise((resolve) => {
-        if (f.stopped) return resolve();
-        const timer = setTimeout(resolve, ms);
-        interruptWait = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-
-    /** Copies until the container has exited and its output is drained, retrying while Docker is unreachable. */
-    const run = async (): Promise<void> => {
-      let delay = retryMinMs;
-      const backoff = async (): Promise<void> => {
-        await wait(delay);
-        delay = Math.min(delay * 2, retryMaxMs);
-      };
-      let pending = true;
-      let outage = false;
-      while (!f.stopped) {
-        try {
-          const records = pending ? await copyPass() : 0;
-          pending = false;
-          const info = await docker.getContainer(containerId).inspect();
-          if (outage) log.info('docker is reachable again; container log copy resumed');
-          outage = false;
-          if (!info.State.Running && !f.kicked) {
-            await finalPass();
-            break;
-          }
-          // started again while we drained, or the stream ended early: copy again, pacing empty passes
-          pending = true;
-          if (records > 0 || f.kicked) delay = retryMinMs;
-          else await backoff();
-        } catch (err) {
-          if (f.stopped || isDockerNotFound(err)) break;
-          if (!isDockerUnreachable(err)) {
-            log.warn('cannot read container logs from docker', { error: (err as Error).message });
-            break;
-          }
-          if (!outage) log.warn('docker is unreachable; retrying the container log copy', { error: (err as Error).message });
-          outage = true;
-          pending = true;
-          await backoff();
-        }
-      }
-      finish(containerId, f);
-    };
-
-    return run();
-  };
-
   /** Ends a follower; called in the same tick as the last check, so any later follow() starts a new one. */
   const finish = (containerId: string, f: Follower): void => {
     f.file?.close();
     if (followers.get(containerId) === f) followers.delete(containerId);
   };
+  const apiEnv: ApiCopyEnv = { docker, retryMinMs, retryMaxMs, finish };
 
   /**
    * Docker's json-file of the container when this host can read it (and it is plain json-file,
@@ -470,7 +188,7 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
       const jsonPath = positions ? await localJsonFile(containerId, log) : undefined;
       if (f.stopped) return;
       if (jsonPath && positions) await copyLocally(containerId, logPath, jsonPath, positions, log, f);
-      else await copyThroughApi(containerId, logPath, tty, log, f);
+      else await copyThroughApi(apiEnv, containerId, logPath, tty, log, f);
     })();
     followers.set(containerId, f);
   };
