@@ -1,11 +1,4 @@
-import { unimplemented } from '../errors';
+import { checkpointUnsupported } from '../cri/checkpoint-unsupported';
 
-/**
- * Docker's checkpoint support is experimental, needs CRIU and cannot export an
- * archive the kubelet can restore elsewhere, so these answer why they are absent.
- */
-export function checkpointUnsupported(method: string) {
-  return async (): Promise<never> => {
-    throw unimplemented(`${method}: Docker Engine checkpoints need experimental mode and CRIU, and export no archive a CRI client can restore; crishim does not offer it`);
-  };
-}
+/** CheckpointContainer: unsupported over Docker (see cri/checkpoint-unsupported.ts). */
+export const checkpointContainer = checkpointUnsupported('CheckpointContainer');

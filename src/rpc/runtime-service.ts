@@ -17,7 +17,9 @@ import type { ExecDeps } from './deps';
 import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './update-container-resources';
-import { checkpointUnsupported } from './checkpoint-container';
+import { checkpointContainer } from './checkpoint-container';
+import { checkpointPod } from './checkpoint-pod';
+import { restorePod } from './restore-pod';
 import { runtimeConfig } from './runtime-config';
 import { updateRuntimeConfig } from './update-runtime-config';
 import { updatePodSandboxResources } from './update-pod-sandbox-resources';
@@ -75,9 +77,9 @@ export function createDockerService(
     UpdateRuntimeConfig: updateRuntimeConfig(deps),
     RuntimeConfig: runtimeConfig(deps),
     UpdatePodSandboxResources: updatePodSandboxResources(deps),
-    CheckpointContainer: checkpointUnsupported('CheckpointContainer'),
-    CheckpointPod: checkpointUnsupported('CheckpointPod'),
-    RestorePod: checkpointUnsupported('RestorePod'),
+    CheckpointContainer: checkpointContainer,
+    CheckpointPod: checkpointPod,
+    RestorePod: restorePod,
   };
   const image: ImageImpl = imageHandlers(deps);
   return { runtime, image, events };
