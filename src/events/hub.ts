@@ -1,6 +1,6 @@
 import { engineNowNano, followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { DomainError } from '../errors';
-import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import type { RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
 import type { ServiceDeps } from '../rpc/deps';
 import { statusFromInspect } from '../container/status';
@@ -253,28 +253,3 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   };
 }
 
-export function getContainerEvents(hub: EventHub) {
-  return async (_req: RuntimeReq<'GetContainerEvents'>, ctx: CallContext, send: (ev: CriEvent) => Promise<void>): Promise<void> => {
-    const sub = hub.subscribe();
-    const onAbort = (): void => sub.wake?.();
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      while (!ctx.signal.aborted) {
-        if (sub.failed) throw sub.failed;
-        const next = sub.queue.shift();
-        if (next) {
-          await send(next);
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          sub.wake = resolve;
-          if (ctx.signal.aborted || sub.queue.length > 0 || sub.failed) resolve();
-        });
-        sub.wake = undefined;
-      }
-    } finally {
-      ctx.signal.removeEventListener('abort', onAbort);
-      hub.unsubscribe(sub);
-    }
-  };
-}
