@@ -2,7 +2,7 @@ import type * as Docker from '../docker/types';
 import type { DockerEngine } from '../docker/engine';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
-import { TYPE_LABEL } from '../cri/labels';
+import { TYPE_LABEL } from '../labels';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
 
