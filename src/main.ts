@@ -2,7 +2,6 @@
 import { CommanderError } from 'commander';
 import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
-import { engineFor } from './docker/dockerode-engine';
 import { startDaemon } from './daemon';
 import { runDoctorCli } from './doctor/cli';
 import { logHostChecks } from './doctor/startup-log';
@@ -49,7 +48,7 @@ async function main(): Promise<void> {
     socketPath: daemon.socketPath,
     logger,
   });
-  void logHostChecks(config, daemon.deps.engine.current(), engineFor(daemon.deps.docker), logger).catch((err: unknown) =>
+  void logHostChecks(config, daemon.deps.engine.current(), daemon.deps.docker, logger).catch((err: unknown) =>
     logger.warn('host checks failed', { error: String(err) }),
   );
   let stopping = false;

@@ -40,7 +40,7 @@ export async function* demuxFrames(src: AsyncIterable<unknown>): AsyncGenerator<
  * Writes each frame's payload to stdout or stderr (a null destination discards it) without
  * waiting for either: for bounded sinks that never push back (ExecSync's capped buffers).
  */
-export function demuxInto(src: Readable, stdout: Writable | null, stderr: Writable | null): void {
+export function demuxInto(src: Readable, stdout: Writable | NodeJS.WritableStream | null, stderr: Writable | NodeJS.WritableStream | null): void {
   const parser = new FrameParser((stream, payload) => {
     const dst = stream === 'stderr' ? stderr : stdout;
     if (dst && payload.length) dst.write(payload);

@@ -236,15 +236,3 @@ export class DockerodeEngine implements DockerEngine {
     return call('read docker version', () => this.api.version() as unknown as Promise<Docker.EngineVersion>);
   }
 }
-
-const engines = new WeakMap<DockerApi, DockerEngine>();
-
-/** Transitional: the engine over a client, for call sites that still hold the dockerode client. */
-export function engineFor(api: DockerApi): DockerEngine {
-  let e = engines.get(api);
-  if (!e) {
-    e = new DockerodeEngine(api);
-    engines.set(api, e);
-  }
-  return e;
-}

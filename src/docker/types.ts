@@ -254,8 +254,3 @@ export interface EngineVersion {
   ApiVersion: string;
   [field: string]: unknown;
 }
-
-// Transitional: the dockerode handles the call sites not yet moved to DockerEngine still use.
-import type Dockerode from 'dockerode';
-export type Container = Dockerode.Container;
-export type Exec = Dockerode.Exec;

@@ -1,5 +1,4 @@
 import { engineNowNano, followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
-import { engineFor } from '../docker/dockerode-engine';
 import { DomainError } from '../errors';
 import type { RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
@@ -156,7 +155,7 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
   const members = await sandboxMembers(deps, sandboxId).catch(() => []);
   const statuses = await Promise.all(
     members.map((m) =>
-      (deps.state ? deps.state.get(m.Id) : deps.docker.getContainer(m.Id).inspect())
+      (deps.state ? deps.state.get(m.Id) : deps.docker.findContainer(m.Id))
         .then((info) => (info ? statusFromInspect(info) : undefined))
         .catch(() => undefined),
     ),
@@ -216,9 +215,9 @@ export function createEventHub(deps: ServiceDeps): EventHub {
 
   /** Lists our containers before each subscription; after a reconnect, emits what changed unseen. */
   const resync = async (reconnect: boolean): Promise<number> => {
-    const from = await engineNowNano(engineFor(deps.docker));
-    const listed = await deps.docker.listContainers({ all: true, filters: { label: [TYPE_LABEL] } });
-    const to = await engineNowNano(engineFor(deps.docker));
+    const from = await engineNowNano(deps.docker);
+    const listed = await deps.docker.listContainers({ label: [TYPE_LABEL] });
+    const to = await engineNowNano(deps.docker);
     const next = snapshotOf(listed);
     const missed = reconnect && snapshot ? diffSnapshots(snapshot, next) : [];
     snapshot = next;
@@ -235,7 +234,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
 
   return {
     subscribe() {
-      source ??= followDockerEvents(engineFor(deps.docker), { type: ['container'], label: [TYPE_LABEL] }, onDockerEvent, deps.logger, { beforeSubscribe: resync });
+      source ??= followDockerEvents(deps.docker, { type: ['container'], label: [TYPE_LABEL] }, onDockerEvent, deps.logger, { beforeSubscribe: resync });
       const s: Subscriber = { queue: [] };
       subscribers.add(s);
       return s;

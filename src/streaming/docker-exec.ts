@@ -1,6 +1,5 @@
 import type { Duplex } from 'stream';
 import type * as Docker from '../docker/types';
-import type { DockerApi } from '../docker/client';
 import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { killProcessTree } from './process-kill';
@@ -42,37 +41,7 @@ export async function killExecProcess(docker: DockerEngine, execId: string, log:
   return killPolled(() => docker.inspectExec(execId), execId, log);
 }
 
-// Transitional: the dockerode-handle forms ExecSync still uses until it moves to the engine.
-
-export interface StartedExec {
-  exec: Docker.Exec;
-  /** Hijacked connection: stdin goes in, output (multiplexed unless tty) comes out. */
-  stream: Duplex;
-}
-
-/** Creates and starts a Docker exec with a hijacked connection. */
-export async function startDockerExec(docker: DockerApi, containerId: string, o: ExecOptions, signal?: AbortSignal): Promise<StartedExec> {
-  const exec = await docker.getContainer(containerId).exec({
-    Cmd: o.cmd,
-    AttachStdin: o.stdin,
-    AttachStdout: o.stdout,
-    AttachStderr: o.stderr && !o.tty,
-    Tty: o.tty,
-    abortSignal: signal,
-  });
-  const stream = await exec.start({ hijack: true, stdin: o.stdin, Tty: o.tty });
-  return { exec, stream };
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-export async function waitExecExit(exec: Docker.Exec, maxWaitMs = 10_000): Promise<number> {
-  return pollExit(() => exec.inspect(), maxWaitMs);
-}
-
-export async function killExec(exec: Docker.Exec, log: Logger): Promise<void> {
-  return killPolled(() => exec.inspect(), exec.id, log);
-}
 
 async function pollExit(inspect: () => Promise<Docker.ExecInspectInfo>, maxWaitMs: number): Promise<number> {
   const deadline = Date.now() + maxWaitMs;

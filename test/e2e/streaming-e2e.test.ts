@@ -179,8 +179,9 @@ async function execUrl(containerId: string, cmd: string[], o: { stdin?: boolean;
 let worker: string;
 
 beforeAll(async () => {
-  streaming = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker: new DockerodeEngine(docker), logger });
-  h = execHandlers({ docker, streaming, logger });
+  const engine = new DockerodeEngine(docker);
+  streaming = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker: engine, logger });
+  h = execHandlers({ docker: engine, streaming, logger });
   worker = await runContainer(['sleep', '100000']);
 });
 

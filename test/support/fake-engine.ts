@@ -103,6 +103,8 @@ export class FakeEngine implements DockerEngine {
   systemInfo: Docker.EngineSystemInfo = { CgroupDriver: 'cgroupfs', CgroupVersion: '1', Runtimes: { runc: {} }, DefaultRuntime: 'runc' };
   versionInfo: Docker.EngineVersion = { Version: '20.10.0', ApiVersion: '1.41' };
   layersSize: number | undefined = 0;
+  /** The host pid a started container gets. */
+  startPid = 4242;
   /** Progress lines pullImage reports, then an error if set. */
   pullScript: { progress: PullProgress[]; error?: DomainError } = { progress: [] };
   private readonly failures = new Map<EngineCall, Array<Error | ((args: unknown[]) => Error | undefined)>>();
@@ -258,7 +260,7 @@ export class FakeEngine implements DockerEngine {
   async startContainer(id: string): Promise<void> {
     this.record('startContainer', [id]);
     const c = this.must(id, 'start container');
-    Object.assign(c.info.State, { Status: 'running', Running: true, Pid: 4242, StartedAt: new Date().toISOString() });
+    Object.assign(c.info.State, { Status: 'running', Running: true, Pid: this.startPid, StartedAt: new Date().toISOString() });
     this.emit({ Action: 'start', id: c.info.Id, attributes: { ...c.info.Config.Labels } });
   }
 

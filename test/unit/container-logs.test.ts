@@ -4,6 +4,7 @@ import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
 import type { DockerApi } from '../../src/docker/client';
+import { DockerodeEngine } from '../../src/docker/dockerode-engine';
 import { createLogManager, type LogManager } from '../../src/logs/log-manager';
 import { DOCKER_PARTIAL_BYTES, TtyRecordParser } from '../../src/logs/docker-frames';
 import { criLines } from '../../src/logging/cri-log';
@@ -195,7 +196,7 @@ describe('container log follower', () => {
         },
       ],
     );
-    m = createLogManager(fake.api(), silent, { retryMinMs: 5, retryMaxMs: 20 });
+    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 5, retryMaxMs: 20 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(
@@ -209,7 +210,7 @@ describe('container log follower', () => {
     await fsp.mkdir(path.dirname(file), { recursive: true });
     await fsp.writeFile(file, criLines(T1, 'stdout', 'one\n') + criLines(T2, 'stdout', 'abc'));
     const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T2, 'abc'), frame(1, T2, 'def\n'), frame(1, T3, 'x\n')]), 'end')], []);
-    m = createLogManager(fake.api(), silent, { retryMinMs: 5 });
+    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T1} stdout F one\n${T2} stdout P abc\n${T2} stdout F def\n${T3} stdout F x\n`);
@@ -220,7 +221,7 @@ describe('container log follower', () => {
     // the follow ends as the container exits, before Docker flushed the unterminated last line
     const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T1, 'one\n'), frame(1, T2, 'two\n')]), 'end')], []);
     fake.finalLogs = Buffer.concat([frame(1, T2, 'two\n'), frame(1, T3, 'tail')]);
-    m = createLogManager(fake.api(), silent);
+    m = createLogManager(new DockerodeEngine(fake.api()), silent);
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T1} stdout F one\n${T2} stdout F two\n${T3} stdout P tail\n`);
@@ -229,7 +230,7 @@ describe('container log follower', () => {
 
   it('writes a record slightly older than the one before it (stdout and stderr race in Docker)', async () => {
     const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T2, 'out\n'), frame(2, T1, 'err\n'), frame(1, T3, 'out2\n')]), 'end')], []);
-    m = createLogManager(fake.api(), silent);
+    m = createLogManager(new DockerodeEngine(fake.api()), silent);
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T2} stdout F out\n${T1} stderr F err\n${T3} stdout F out2\n`);
@@ -239,7 +240,7 @@ describe('container log follower', () => {
     const line = Buffer.from('€'.repeat(12_000) + '\r\n'); // 36002 bytes: three pieces
     const raw = rawTty([...cutLine(T1, line), [T2, Buffer.from('tail')]]);
     const fake = new FakeDocker([async () => streamOf(raw, 'end')], []);
-    m = createLogManager(fake.api(), silent);
+    m = createLogManager(new DockerodeEngine(fake.api()), silent);
     m.follow(ID, file, true);
     await m.idle(ID);
     const text = await fsp.readFile(file);
@@ -259,7 +260,7 @@ describe('container log follower', () => {
       [async () => streamOf(frame(1, T1, 'run-1\n'), 'end'), async () => streamOf(Buffer.concat([frame(1, T1, 'run-1\n'), frame(1, T2, 'run-2\n')]), 'end')],
       [async () => ({ State: { Running: true } })],
     );
-    m = createLogManager(fake.api(), silent, { retryMinMs: 5 });
+    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T1} stdout F run-1\n${T2} stdout F run-2\n`);
@@ -268,14 +269,14 @@ describe('container log follower', () => {
 
   it('gives up once the container is gone (404) or Docker refuses for another reason', async () => {
     const gone = new FakeDocker([async () => streamOf(frame(1, T1, 'a\n'), 'close')], [async () => Promise.reject(httpError(404))]);
-    m = createLogManager(gone.api(), silent, { retryMinMs: 5 });
+    m = createLogManager(new DockerodeEngine(gone.api()), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(gone.logsCalls).toHaveLength(1);
     expect(gone.inspectCalls).toBe(1);
 
     const refused = new FakeDocker([async () => Promise.reject(httpError(501))], []);
-    const m2 = createLogManager(refused.api(), silent, { retryMinMs: 5 });
+    const m2 = createLogManager(new DockerodeEngine(refused.api()), silent, { retryMinMs: 5 });
     m2.follow(ID, file + '2', false);
     await m2.idle(ID);
     expect(refused.logsCalls).toHaveLength(1);
@@ -284,7 +285,7 @@ describe('container log follower', () => {
 
   it('stops retrying at once when stopped during a backoff wait', async () => {
     const fake = new FakeDocker([async () => Promise.reject(connError('ECONNREFUSED'))], []);
-    m = createLogManager(fake.api(), silent, { retryMinMs: 60_000 });
+    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 60_000 });
     m.follow(ID, file, false);
     const done = m.idle(ID);
     while (fake.logsCalls.length === 0) await new Promise((r) => setImmediate(r));
@@ -302,7 +303,7 @@ describe('container log follower', () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const down = async (): Promise<PassThrough> => Promise.reject(connError('ECONNREFUSED'));
     const fake = new FakeDocker([down, down, down, down, down, down, down, down, async () => streamOf(frame(1, T1, 'back\n'), 'end')], []);
-    m = createLogManager(fake.api(), silent);
+    m = createLogManager(new DockerodeEngine(fake.api()), silent);
     m.follow(ID, file, false);
     await jest.advanceTimersByTimeAsync(200_000);
     const at = fake.logsCalls.map((c) => c.at);

@@ -3,7 +3,6 @@ import * as winston from 'winston';
 import { DockerUnreachableError } from '../../src/docker/errors';
 import type * as Docker from '../../src/docker/types';
 import { createStateStore, type StateStore } from '../../src/state/store';
-import { mutatedRef } from '../../src/state/mutations';
 import { FakeEngine, inspectInfo } from '../support/fake-engine';
 
 const TYPE = 'io.kubernetes.docker.type';
@@ -246,19 +245,5 @@ describe('state store without an event stream', () => {
     } finally {
       store.close();
     }
-  });
-});
-
-describe('mutatedRef', () => {
-  it('names the container a changing request targets, and nothing for reads and execs', () => {
-    expect(mutatedRef('POST', '/containers/abc/start?')).toBe('abc');
-    expect(mutatedRef('POST', '/containers/abc/stop?t=10')).toBe('abc');
-    expect(mutatedRef('DELETE', '/containers/abc?force=true')).toBe('abc');
-    expect(mutatedRef('POST', '/containers/abc/update')).toBe('abc');
-    expect(mutatedRef('GET', '/containers/abc/json?')).toBeUndefined();
-    expect(mutatedRef('POST', '/containers/abc/exec')).toBeUndefined();
-    expect(mutatedRef('POST', '/containers/abc/attach?stream=1')).toBeUndefined();
-    expect(mutatedRef('POST', '/containers/create?name=x')).toBeUndefined();
-    expect(mutatedRef('GET', '/containers/json?all=1')).toBeUndefined();
   });
 });
