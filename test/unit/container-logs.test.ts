@@ -3,8 +3,8 @@ import * as os from 'os';
 import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
-import type { DockerApi } from '../../src/docker/client';
-import { DockerodeEngine } from '../../src/docker/dockerode-engine';
+import { fromDockerError } from '../../src/docker/errors';
+import { FakeEngine, inspectInfo } from '../support/fake-engine';
 import { createLogManager, type LogManager } from '../../src/logs/log-manager';
 import { DOCKER_PARTIAL_BYTES, TtyRecordParser } from '../../src/logs/docker-frames';
 import { criLines } from '../../src/logging/cri-log';
@@ -131,29 +131,31 @@ class FakeDocker {
     readonly state: FakeState = { running: false },
   ) {}
 
-  api(): DockerApi {
-    return {
-      getContainer: () => ({
-        logs: async (opts: { since?: string; follow?: boolean }) => {
-          if (opts.follow === false) {
-            this.plainReads.push({ since: opts.since });
-            return this.finalLogs;
-          }
-          this.logsCalls.push({ since: opts.since, at: Date.now() });
-          const next = this.logsReplies.shift();
-          if (!next) {
-            this.unexpected += 1;
-            throw new Error('unexpected logs call');
-          }
-          return next(opts);
-        },
-        inspect: async () => {
-          this.inspectCalls += 1;
-          const next = this.inspectReplies.shift();
-          return next ? next() : { State: { Running: this.state.running } };
-        },
-      }),
-    } as unknown as DockerApi;
+  /** The shared fake, answering logs and inspect from the scripted replies (errors mapped as the real engine maps them). */
+  api(): FakeEngine {
+    const engine = new FakeEngine();
+    const asEngineError = (err: unknown): never => {
+      throw fromDockerError(err);
+    };
+    engine.containerLogs = async (_id, opts = {}) => {
+      this.plainReads.push({ since: opts.since });
+      return this.finalLogs;
+    };
+    engine.followContainerLogs = async (_id, opts = {}) => {
+      this.logsCalls.push({ since: opts.since, at: Date.now() });
+      const next = this.logsReplies.shift();
+      if (!next) {
+        this.unexpected += 1;
+        throw new Error('unexpected logs call');
+      }
+      return next(opts).catch(asEngineError);
+    };
+    engine.inspectContainer = async () => {
+      this.inspectCalls += 1;
+      const next = this.inspectReplies.shift();
+      return inspectInfo(next ? await next().catch(asEngineError) : { State: { Running: this.state.running } });
+    };
+    return engine;
   }
 }
 
@@ -196,7 +198,7 @@ describe('container log follower', () => {
         },
       ],
     );
-    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 5, retryMaxMs: 20 });
+    m = createLogManager(fake.api(), silent, { retryMinMs: 5, retryMaxMs: 20 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(
@@ -210,7 +212,7 @@ describe('container log follower', () => {
     await fsp.mkdir(path.dirname(file), { recursive: true });
     await fsp.writeFile(file, criLines(T1, 'stdout', 'one\n') + criLines(T2, 'stdout', 'abc'));
     const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T2, 'abc'), frame(1, T2, 'def\n'), frame(1, T3, 'x\n')]), 'end')], []);
-    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 5 });
+    m = createLogManager(fake.api(), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T1} stdout F one\n${T2} stdout P abc\n${T2} stdout F def\n${T3} stdout F x\n`);
@@ -221,7 +223,7 @@ describe('container log follower', () => {
     // the follow ends as the container exits, before Docker flushed the unterminated last line
     const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T1, 'one\n'), frame(1, T2, 'two\n')]), 'end')], []);
     fake.finalLogs = Buffer.concat([frame(1, T2, 'two\n'), frame(1, T3, 'tail')]);
-    m = createLogManager(new DockerodeEngine(fake.api()), silent);
+    m = createLogManager(fake.api(), silent);
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T1} stdout F one\n${T2} stdout F two\n${T3} stdout P tail\n`);
@@ -230,7 +232,7 @@ describe('container log follower', () => {
 
   it('writes a record slightly older than the one before it (stdout and stderr race in Docker)', async () => {
     const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T2, 'out\n'), frame(2, T1, 'err\n'), frame(1, T3, 'out2\n')]), 'end')], []);
-    m = createLogManager(new DockerodeEngine(fake.api()), silent);
+    m = createLogManager(fake.api(), silent);
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T2} stdout F out\n${T1} stderr F err\n${T3} stdout F out2\n`);
@@ -240,7 +242,7 @@ describe('container log follower', () => {
     const line = Buffer.from('€'.repeat(12_000) + '\r\n'); // 36002 bytes: three pieces
     const raw = rawTty([...cutLine(T1, line), [T2, Buffer.from('tail')]]);
     const fake = new FakeDocker([async () => streamOf(raw, 'end')], []);
-    m = createLogManager(new DockerodeEngine(fake.api()), silent);
+    m = createLogManager(fake.api(), silent);
     m.follow(ID, file, true);
     await m.idle(ID);
     const text = await fsp.readFile(file);
@@ -260,7 +262,7 @@ describe('container log follower', () => {
       [async () => streamOf(frame(1, T1, 'run-1\n'), 'end'), async () => streamOf(Buffer.concat([frame(1, T1, 'run-1\n'), frame(1, T2, 'run-2\n')]), 'end')],
       [async () => ({ State: { Running: true } })],
     );
-    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 5 });
+    m = createLogManager(fake.api(), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(await read()).toBe(`${T1} stdout F run-1\n${T2} stdout F run-2\n`);
@@ -269,14 +271,14 @@ describe('container log follower', () => {
 
   it('gives up once the container is gone (404) or Docker refuses for another reason', async () => {
     const gone = new FakeDocker([async () => streamOf(frame(1, T1, 'a\n'), 'close')], [async () => Promise.reject(httpError(404))]);
-    m = createLogManager(new DockerodeEngine(gone.api()), silent, { retryMinMs: 5 });
+    m = createLogManager(gone.api(), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
     expect(gone.logsCalls).toHaveLength(1);
     expect(gone.inspectCalls).toBe(1);
 
     const refused = new FakeDocker([async () => Promise.reject(httpError(501))], []);
-    const m2 = createLogManager(new DockerodeEngine(refused.api()), silent, { retryMinMs: 5 });
+    const m2 = createLogManager(refused.api(), silent, { retryMinMs: 5 });
     m2.follow(ID, file + '2', false);
     await m2.idle(ID);
     expect(refused.logsCalls).toHaveLength(1);
@@ -285,7 +287,7 @@ describe('container log follower', () => {
 
   it('stops retrying at once when stopped during a backoff wait', async () => {
     const fake = new FakeDocker([async () => Promise.reject(connError('ECONNREFUSED'))], []);
-    m = createLogManager(new DockerodeEngine(fake.api()), silent, { retryMinMs: 60_000 });
+    m = createLogManager(fake.api(), silent, { retryMinMs: 60_000 });
     m.follow(ID, file, false);
     const done = m.idle(ID);
     while (fake.logsCalls.length === 0) await new Promise((r) => setImmediate(r));
@@ -303,7 +305,7 @@ describe('container log follower', () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const down = async (): Promise<PassThrough> => Promise.reject(connError('ECONNREFUSED'));
     const fake = new FakeDocker([down, down, down, down, down, down, down, down, async () => streamOf(frame(1, T1, 'back\n'), 'end')], []);
-    m = createLogManager(new DockerodeEngine(fake.api()), silent);
+    m = createLogManager(fake.api(), silent);
     m.follow(ID, file, false);
     await jest.advanceTimersByTimeAsync(200_000);
     const at = fake.logsCalls.map((c) => c.at);
