@@ -15,7 +15,7 @@ import type {
   PullProgress,
   RemoveOptions,
 } from './engine';
-import { fromDockerError, isDockerNotFound } from './errors';
+import { dockerMessage, fromDockerError, isDockerNotFound } from './errors';
 import { pullError } from './images';
 import { createWithPolicy, NameTakenError } from './name-conflict';
 import type * as Docker from './types';
@@ -66,7 +66,7 @@ export class DockerodeEngine implements DockerEngine {
         const body: Dockerode.ContainerCreateOptions = { ...s, ...(opts.signal ? { abortSignal: opts.signal } : {}) };
         return (await this.api.createContainer(body)).id;
       } catch (err) {
-        if (statusOf(err) === 409 && s.name) throw new NameTakenError(s.name, fromDockerError(err, `create container ${s.name}`).message, err);
+        if (statusOf(err) === 409 && s.name) throw new NameTakenError(s.name, dockerMessage(err), `create container ${s.name}`, err);
         throw fromDockerError(err, `create container ${s.name ?? ''}`.trim());
       }
     };

@@ -1,15 +1,17 @@
 import { DomainError } from '../errors';
 import type { NameConflictPolicy } from './engine';
+import { DockerError } from './errors';
 import type * as Docker from './types';
 
 /** Docker's answer when a create names a container that exists already (HTTP 409). */
-export class NameTakenError extends DomainError {
+export class NameTakenError extends DockerError {
   constructor(
     readonly containerName: string,
-    message: string,
+    detail: string,
+    what?: string,
     cause?: unknown,
   ) {
-    super('failed-precondition', message, { cause });
+    super('failed-precondition', detail, what, cause);
     this.name = 'NameTakenError';
   }
 }

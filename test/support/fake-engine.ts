@@ -20,6 +20,7 @@ import type {
   RemoveOptions,
 } from '../../src/docker/engine';
 import type { DockerEvent } from '../../src/docker/events';
+import { DockerError } from '../../src/docker/errors';
 import { createWithPolicy, NameTakenError } from '../../src/docker/name-conflict';
 import type * as Docker from '../../src/docker/types';
 import { DomainError } from '../../src/errors';
@@ -91,7 +92,7 @@ export function frame(stream: 1 | 2, payload: string | Buffer): Buffer {
   return Buffer.concat([header, body]);
 }
 
-const notFound = (what: string): DomainError => new DomainError('not-found', `${what}: no such object`);
+const notFound = (what: string): DomainError => new DockerError('not-found', 'no such object', what);
 
 export class FakeEngine implements DockerEngine {
   readonly containers = new Map<string, FakeContainer>();
@@ -238,7 +239,7 @@ export class FakeEngine implements DockerEngine {
     const create = async (s: Docker.ContainerCreateOptions): Promise<string> => {
       const name = s.name ? `/${s.name}` : `/fake_${seq + 1}`;
       if ([...this.containers.values()].some((c) => c.info.Name === name)) {
-        throw new NameTakenError(s.name ?? '', `create container ${s.name}: Conflict. The container name "${name}" is already in use`);
+        throw new NameTakenError(s.name ?? '', `Conflict. The container name "${name}" is already in use`, `create container ${s.name}`);
       }
       const { name: _n, HostConfig, Labels, ...config } = s;
       const info = inspectInfo({ Name: name, HostConfig: HostConfig ?? {}, Config: { ...config, Labels: Labels ?? {} } as Partial<Docker.ContainerInspectInfo['Config']> });

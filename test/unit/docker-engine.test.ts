@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'stream';
 import { demuxFrames, demuxInto, FrameParser } from '../../src/docker/demux';
-import { DockerUnreachableError } from '../../src/docker/errors';
+import { DockerUnreachableError, fromDockerError } from '../../src/docker/errors';
 import { instrumentEngine } from '../../src/docker/instrumented-engine';
 import { DomainError } from '../../src/errors';
 import { createLogger } from '../../src/logging/logger';
@@ -73,6 +73,21 @@ describe('FakeEngine', () => {
     expect((await e.listImages()).map((i) => i.Id)).toEqual([img.Id]);
     expect(await e.removeImage('busybox:1')).toEqual([{ Untagged: 'busybox:1' }, { Deleted: img.Id }]);
     await expect(e.inspectImage('busybox:1')).rejects.toMatchObject({ kind: 'not-found' });
+  });
+});
+
+describe('engine errors', () => {
+  it('keep their kind and Docker\'s words when a caller names the step they failed', async () => {
+    const e = new FakeEngine();
+    const err: unknown = await e.startContainer('gone').catch((x: unknown) => x);
+    expect(err).toMatchObject({ kind: 'not-found', message: 'start container gone: no such object' });
+    expect(fromDockerError(err, 'RunPodSandbox ns/web: start pause container')).toMatchObject({
+      kind: 'not-found',
+      message: 'RunPodSandbox ns/web: start pause container: no such object',
+    });
+    const down = fromDockerError(new DockerUnreachableError('docker daemon unreachable (ENOENT)', 'ping docker'), 'Status');
+    expect(down).toBeInstanceOf(DockerUnreachableError);
+    expect(down.message).toBe('Status: docker daemon unreachable (ENOENT)');
   });
 });
 
