@@ -2,6 +2,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
+import { crashPoint } from './crash-points';
 import { createLogManager } from './cri/container-logs';
 import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './cri/docker-service';
@@ -81,6 +82,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     cacheDir: config.cniCacheDir,
     execTimeoutMs: config.cniExecTimeoutSeconds * 1000,
     logger,
+    midNetworkHook: () => crashPoint('sandbox:mid-network'),
   });
   const network = metricsModule && metrics ? metricsModule.instrumentNetwork(plugin, metrics) : plugin;
   if (config.podCidr) network.setPodCidr(config.podCidr);
