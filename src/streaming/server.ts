@@ -8,7 +8,8 @@ import { podDialer } from './pod-dialer';
 import { parsePort, spdyPortForward, wsPortForward } from './portforward';
 import { SPDY_PORTFORWARD_PROTOCOLS, SPDY_REMOTECOMMAND_PROTOCOLS, WS_PORTFORWARD_PROTOCOLS, WS_REMOTECOMMAND_PROTOCOLS } from './remotecommand';
 import { runAttachSession, runExecSession, type StreamSet } from './session';
-import { acceptSpdy, spdyRemoteCommand } from './spdy';
+import { acceptSpdy } from './spdy';
+import { spdyRemoteCommand } from './spdy-remotecommand';
 import { createTokenStore } from './tokens';
 import { acceptWebSocket, pickProtocol, wsRemoteCommand } from './websocket';
 
