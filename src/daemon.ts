@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
-import { crashPoint } from './crash-points';
+import { crashPointsFromEnv } from './crash-points';
 import { createLogManager } from './logs/log-manager';
 import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './rpc/runtime-service';
@@ -74,6 +74,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   if (capabilities.dockerPrivilegedWorks) logger.info(grantLine.message, grantLine.meta);
   else logger.warn(grantLine.message, grantLine.meta);
 
+  // read once here: the recovery tests name the point where the daemon kills itself
+  const crashAt = crashPointsFromEnv(process.env);
   const checkpoints = await createCheckpointStore(path.join(config.rootDirectory, 'sandbox'), logger);
   const plugin = createNetworkPlugin({
     plugin: config.networkPlugin,
@@ -82,7 +84,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     cacheDir: config.cniCacheDir,
     execTimeoutMs: config.cniExecTimeoutSeconds * 1000,
     logger,
-    midNetworkHook: () => crashPoint('sandbox:mid-network'),
+    midNetworkHook: () => crashAt('sandbox:mid-network'),
   });
   const network = metricsModule && metrics ? metricsModule.instrumentNetwork(plugin, metrics) : plugin;
   if (config.podCidr) network.setPodCidr(config.podCidr);
@@ -91,7 +93,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
   const state = createStateStore(client.api, logger);
   watchContainerMutations(client.api, (ref) => state.invalidate(ref));
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities };
+  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities, crashAt };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   // Docker's json-files are readable only when Docker runs on this host (a unix socket)
