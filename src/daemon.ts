@@ -2,6 +2,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
+import { hugetlbCgroup } from './cgroups/hugetlb';
 import { crashPointsFromEnv } from './crash-points';
 import { createLogManager } from './logs/log-manager';
 import { createLogPositionStore } from './logs/log-positions';
@@ -110,7 +111,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // known before the CRI socket opens, although the metrics server itself starts later
   const metricsPort = Number(/:(\d+)$/.exec(config.metricsBindAddress)?.[1] ?? 0);
   if (metricsPort) ownPorts.add(metricsPort);
-  const service = createDockerService(deps, logs, streaming);
+  const service = createDockerService(deps, logs, streaming, hugetlbCgroup());
   const server = await startCriServer({
     endpoint: config.containerRuntimeEndpoint,
     runtime: service.runtime,
