@@ -2,6 +2,8 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Config } from './config';
 import { createCheckpointStore } from './checkpoint/store';
+import { hugetlbCgroup } from './cgroups/hugetlb';
+import { crashPointsFromEnv } from './crash-points';
 import { createLogManager } from './logs/log-manager';
 import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './rpc/runtime-service';
@@ -74,6 +76,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   if (capabilities.dockerPrivilegedWorks) logger.info(grantLine.message, grantLine.meta);
   else logger.warn(grantLine.message, grantLine.meta);
 
+  // read once here: the recovery tests name the point where the daemon kills itself
+  const crashAt = crashPointsFromEnv(process.env);
   const checkpoints = await createCheckpointStore(path.join(config.rootDirectory, 'sandbox'), logger);
   const plugin = createNetworkPlugin({
     plugin: config.networkPlugin,
@@ -82,6 +86,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     cacheDir: config.cniCacheDir,
     execTimeoutMs: config.cniExecTimeoutSeconds * 1000,
     logger,
+    midNetworkHook: () => crashAt('sandbox:mid-network'),
   });
   const network = metricsModule && metrics ? metricsModule.instrumentNetwork(plugin, metrics) : plugin;
   if (config.podCidr) network.setPodCidr(config.podCidr);
@@ -90,7 +95,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
   const state = createStateStore(instrumented, logger);
   const docker = observeMutations(instrumented, (ref) => state.invalidate(ref));
-  const deps: ServiceDeps = { docker, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities };
+  const deps: ServiceDeps = { docker, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities, crashAt };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   // Docker's json-files are readable only when Docker runs on this host (a unix socket)
@@ -107,7 +112,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // known before the CRI socket opens, although the metrics server itself starts later
   const metricsPort = Number(/:(\d+)$/.exec(config.metricsBindAddress)?.[1] ?? 0);
   if (metricsPort) ownPorts.add(metricsPort);
-  const service = createDockerService(deps, logs, streaming);
+  const service = createDockerService(deps, logs, streaming, hugetlbCgroup());
   const server = await startCriServer({
     endpoint: config.containerRuntimeEndpoint,
     runtime: service.runtime,

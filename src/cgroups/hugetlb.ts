@@ -102,5 +102,3 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
   return { apply, read };
 }
 
-/** The daemon's instance: its "no controller" warning is given once per daemon. */
-export const defaultHugetlb = hugetlbCgroup();

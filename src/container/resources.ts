@@ -3,7 +3,7 @@ import { fromDockerError } from '../docker/errors';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../rpc/deps';
 import { cgroupVersionOf, checkHugepageLimits, dockerResources } from '../cri/container-resources';
-import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
+import type { HugetlbCgroup } from '../cgroups/hugetlb';
 
 type Resources = Parameters<typeof dockerResources>[0];
 
@@ -17,7 +17,7 @@ export async function applyResources(
   resources: Resources,
   what: string,
   ctx: CallContext,
-  hugetlb: HugetlbCgroup = defaultHugetlb,
+  hugetlb: HugetlbCgroup,
 ): Promise<void> {
   const id = target.Id;
   const update = dockerResources(resources, deps.oomScoreAdjFloor, cgroupVersionOf(deps.engine));

@@ -1,16 +1,14 @@
-import { CriLogFile } from '../logging/cri-log';
-import { type JsonFileCopy } from './json-file-copy';
+import type { CriLogFile } from '../logging/cri-log';
 
-/** One container's copy in progress; shared by the local and the logs-API copy. */
-export interface Follower {
-  /** Opened once the mode is known (the local mode first cuts the file back to its saved size). */
-  file?: CriLogFile;
-  /** The local copy, when this follower reads the json-file itself. */
-  copy?: JsonFileCopy;
-  done: Promise<void>;
-  /** Aborts the current stream or wait. */
-  interrupt: () => void;
-  stopped: boolean;
-  /** follow() was called again meanwhile (the container may have been started again). */
-  kicked: boolean;
+/** One container's copy into its CRI log file (local json-file or logs API): what the log manager drives. */
+export interface LogFollower {
+  /** The CRI log file, once open (reopened after the kubelet rotates it, closed on stop). */
+  readonly file: CriLogFile | undefined;
+  /** Copies until the container has exited and its output is in the file, or until stopped; never rejects. */
+  run(): Promise<void>;
+  /** The container was started again: keep copying even if it had exited. */
+  restart(): void;
+  /** Someone saw the container exited: look for its last output now rather than at the next poll. */
+  checkNow(): void;
+  stop(): void;
 }

@@ -1,7 +1,7 @@
-import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
 import type { FileHandle } from 'fs/promises';
 import * as path from 'path';
+import { findSaved, headOf, listRotated, type RotatedFile } from './json-file-rotation';
 
 /**
  * Follows one container's Docker json-file log (`<id>-json.log`) across Docker's rotations,
@@ -63,16 +63,7 @@ interface OpenFile {
   head?: string;
 }
 
-interface Listed {
-  name: string;
-  /** 0 for the live file, n for `.n` (larger is older). */
-  index: number;
-  ino: number;
-  size: number;
-}
-
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
-const HEAD_PROBE_BYTES = 256 * 1024;
 
 export class JsonFileFollower {
   /** Oldest first: chain[0] is being read, the others wait their turn, still open. */
@@ -105,12 +96,12 @@ export class JsonFileFollower {
     // one listed, and an empty chain would make the next scan take every file, the already-copied
     // older ones too. List again until the chain starts at the file it should.
     for (let attempt = 0; ; attempt++) {
-      const listed = await this.list();
+      const listed = await listRotated(this.dir, this.base);
       let startAt = 0;
       let offset = 0;
       let found = false;
       if (from) {
-        const i = await this.findSaved(listed, from);
+        const i = await findSaved(this.dir, listed, from);
         if (i >= 0) {
           startAt = i;
           offset = from.offset;
@@ -217,7 +208,7 @@ export class JsonFileFollower {
   private async scan(): Promise<boolean> {
     this.lastScan = this.now();
     for (let attempt = 0; attempt < 5; attempt++) {
-      const listed = await this.list();
+      const listed = await listRotated(this.dir, this.base);
       const held = new Set(this.chain.map((f) => f.ino));
       let newestHeld = -1;
       listed.forEach((l, i) => {
@@ -244,7 +235,7 @@ export class JsonFileFollower {
    * Opens files (oldest first) and adds them to the chain. Stops at the first one whose name
    * now points at another inode (a rotation in between); false when none could be added.
    */
-  private async append(files: Listed[]): Promise<boolean> {
+  private async append(files: RotatedFile[]): Promise<boolean> {
     let added = 0;
     for (const l of files) {
       const fh = await fsp.open(path.join(this.dir, l.name), 'r').catch(() => undefined);
@@ -259,43 +250,4 @@ export class JsonFileFollower {
     }
     return added > 0;
   }
-
-  /** `<id>-json.log` and its rotated `.n` siblings, oldest first. Compressed (`.gz`) ones are not ours to read. */
-  private async list(): Promise<Listed[]> {
-    const names = await fsp.readdir(this.dir).catch(() => [] as string[]);
-    const out: Listed[] = [];
-    for (const name of names) {
-      let index: number;
-      if (name === this.base) index = 0;
-      else if (name.startsWith(this.base + '.') && /^\d+$/.test(name.slice(this.base.length + 1))) index = Number(name.slice(this.base.length + 1));
-      else continue;
-      const st = await fsp.stat(path.join(this.dir, name)).catch(() => undefined);
-      if (st) out.push({ name, index, ino: st.ino, size: st.size });
-    }
-    return out.sort((a, b) => b.index - a.index);
-  }
-
-  /** Index in `listed` of the saved file (same inode and same first line), or -1. */
-  private async findSaved(listed: Listed[], from: JsonFilePosition): Promise<number> {
-    for (let i = 0; i < listed.length; i++) {
-      if (listed[i].ino !== from.ino || listed[i].size < from.offset) continue;
-      const fh = await fsp.open(path.join(this.dir, listed[i].name), 'r').catch(() => undefined);
-      if (!fh) continue;
-      try {
-        if ((await headOf(fh)) === from.head) return i;
-      } finally {
-        await fh.close();
-      }
-    }
-    return -1;
-  }
-}
-
-/** sha1 of the file's first line (each carries Docker's nanosecond time), undefined until one is complete. */
-async function headOf(fh: FileHandle): Promise<string | undefined> {
-  const buf = Buffer.allocUnsafe(HEAD_PROBE_BYTES);
-  const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-  const nl = buf.subarray(0, bytesRead).indexOf(0x0a);
-  if (nl < 0) return bytesRead === buf.length ? createHash('sha1').update(buf).digest('hex') : undefined;
-  return createHash('sha1').update(buf.subarray(0, nl + 1)).digest('hex');
 }

@@ -1,15 +1,13 @@
-import { accessSync, closeSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
+import { closeSync, lstatSync } from 'fs';
 import type { DockerEngine } from '../docker/engine';
-import { CriLogFile, lastEntries, truncateToMark } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
 import { openLogForAppend } from '../logging/safe-path';
 import { shortId } from '../logging/logger';
-import { startJsonFileCopy } from './json-file-copy';
-import type { RecordFilter } from './json-file-records';
+import { ApiLogCopy } from './api-copy';
+import type { LogFollower } from './follower';
+import { locateJsonFile } from './json-file-locator';
+import { LocalLogCopy } from './local-copy';
 import type { LogPositionStore } from './log-positions';
-import { isNotFound } from '../errors';
-import type { Follower } from './follower';
-import { copyThroughApi, type ApiCopyEnv } from './api-copy';
 
 /**
  * Copies each container's output from Docker's json-file log into its CRI log file, one
@@ -52,120 +50,43 @@ export interface LogManagerOptions {
   positions?: LogPositionStore;
 }
 
-/** Start time of a process (field 22 of /proc/<pid>/stat), which tells it from a later one reusing the pid. */
-function processStart(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
+/** One container's copy as the manager tracks it; the follower exists once the copy mode is known. */
+interface Entry {
+  follower?: LogFollower;
+  done: Promise<void>;
+  stopped: boolean;
 }
 
-/**
- * For a CRI file an older crishim wrote without saving positions: drops the records up to its
- * last entry (those with an earlier time, and as many with the same time as the file holds).
- */
-export function skipUpTo(last: { timestamp: string; count: number } | undefined): RecordFilter | undefined {
-  if (!last) return undefined;
-  let same = last.count;
-  let past = false;
-  return (time) => {
-    if (past || time > last.timestamp) return (past = true);
-    if (time < last.timestamp) return false;
-    if (same > 0) {
-      same -= 1;
-      return false;
-    }
-    return (past = true);
-  };
-}
-
+/** One follower per container: a LocalLogCopy when Docker's json-file is readable here, else an ApiLogCopy. */
 export function createLogManager(docker: DockerEngine, logger: Logger, opts: LogManagerOptions = {}): LogManager {
-  const followers = new Map<string, Follower>();
+  const followers = new Map<string, Entry>();
   const retryMinMs = opts.retryMinMs ?? 1000;
   const retryMaxMs = opts.retryMaxMs ?? 30_000;
 
   /** Ends a follower; called in the same tick as the last check, so any later follow() starts a new one. */
-  const finish = (containerId: string, f: Follower): void => {
-    f.file?.close();
+  const finish = (containerId: string, f: Entry): void => {
+    f.follower?.file?.close();
     if (followers.get(containerId) === f) followers.delete(containerId);
   };
-  const apiEnv: ApiCopyEnv = { docker, retryMinMs, retryMaxMs, finish };
 
-  /**
-   * Docker's json-file of the container when this host can read it (and it is plain json-file,
-   * not compressed); undefined sends the copy through the logs API.
-   */
-  const localJsonFile = async (containerId: string, log: Logger): Promise<string | undefined> => {
-    let why: string;
-    try {
-      const info = await docker.inspectContainer(containerId);
-      const logConfig = info.HostConfig?.LogConfig;
-      if (!info.LogPath) why = 'docker reports no json-file for it';
-      else if (logConfig?.Type !== 'json-file') why = `its log driver is ${logConfig?.Type ?? 'unknown'}`;
-      else if (logConfig.Config?.compress === 'true') why = 'its rotated json-files are compressed';
-      else {
-        accessSync(info.LogPath, fsConstants.R_OK);
-        return info.LogPath;
-      }
-    } catch (err) {
-      why = (err as Error).message;
+  const followerFor = (containerId: string, logPath: string, tty: boolean, jsonPath: string | undefined, log: Logger, f: Entry): LogFollower => {
+    const finished = (): void => finish(containerId, f);
+    if (jsonPath && opts.positions) {
+      return new LocalLogCopy({ containerId, logPath, jsonPath, positions: opts.positions, log, finished, inspectState: async () => (await docker.inspectContainer(containerId)).State });
     }
-    // degraded: the logs API gives no position to resume at exactly
-    log.warn('container json-file not readable here; copying its logs through the Docker logs API', { reason: why });
-    return undefined;
-  };
-
-  /** The local copy: restarted when the container is started again just as the copy ended. */
-  const copyLocally = async (containerId: string, logPath: string, jsonPath: string, positions: LogPositionStore, log: Logger, f: Follower): Promise<void> => {
-    const saved = positions.load(containerId);
-    let skip: RecordFilter | undefined;
-    try {
-      if (saved) {
-        const cut = truncateToMark(logPath, saved.cri);
-        if (cut?.dropped) log.info('dropped CRI log entries written after the last saved position; they are copied again', { file: cut.path, bytes: cut.dropped });
-      }
-      f.file = new CriLogFile(logPath);
-      // a CRI file without a saved position was written by an older crishim: go on after its last entry
-      if (!saved && f.file.mark().size > 0) skip = skipUpTo(lastEntries(logPath));
-    } catch (err) {
-      log.error('cannot open container log file', { logPath, error: (err as Error).message });
-      finish(containerId, f);
-      return;
-    }
-    // an idle copy asks whether the container still runs every second: the process table answers
-    // that without a Docker call while the container's main process lives
-    let main: { pid: number; started: string } | undefined;
-    const isRunning = async (): Promise<boolean | undefined> => {
-      if (main && processStart(main.pid) === main.started) return true;
-      try {
-        const state = (await docker.inspectContainer(containerId)).State;
-        const started = state.Running && state.Pid > 0 ? processStart(state.Pid) : undefined;
-        main = started ? { pid: state.Pid, started } : undefined;
-        return state.Running;
-      } catch (err) {
-        return isNotFound(err) ? false : undefined;
-      }
-    };
-    for (let first = true; ; first = false) {
-      f.kicked = false;
-      const copy = startJsonFileCopy({
-        containerId,
-        jsonPath,
-        file: f.file,
-        positions,
-        saved: first ? saved : positions.load(containerId),
-        skip: first ? skip : undefined,
-        isRunning,
-        log,
-      });
-      f.copy = copy;
-      f.interrupt = () => copy.stop();
-      await copy.done;
-      if (f.stopped || !f.kicked) break;
-    }
-    finish(containerId, f);
+    return new ApiLogCopy({
+      source: {
+        follow: (o) => docker.followContainerLogs(containerId, o),
+        read: (o) => docker.containerLogs(containerId, o),
+        running: async () => (await docker.inspectContainer(containerId)).State.Running,
+      },
+      logPath,
+      tty,
+      log,
+      retryMinMs,
+      retryMaxMs,
+      finished,
+    });
   };
 
   const start = (containerId: string, logPath: string, tty: boolean): void => {
@@ -182,13 +103,12 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     } catch (err) {
       log.error('cannot create container log file', { logPath, error: (err as Error).message });
     }
-    const f: Follower = { stopped: false, kicked: false, interrupt: () => undefined, done: Promise.resolve() };
-    const positions = opts.positions;
+    const f: Entry = { stopped: false, done: Promise.resolve() };
     f.done = (async () => {
-      const jsonPath = positions ? await localJsonFile(containerId, log) : undefined;
+      const jsonPath = opts.positions ? await locateJsonFile(() => docker.inspectContainer(containerId), log) : undefined;
       if (f.stopped) return;
-      if (jsonPath && positions) await copyLocally(containerId, logPath, jsonPath, positions, log, f);
-      else await copyThroughApi(apiEnv, containerId, logPath, tty, log, f);
+      f.follower = followerFor(containerId, logPath, tty, jsonPath, log, f);
+      await f.follower.run();
     })();
     followers.set(containerId, f);
   };
@@ -197,21 +117,21 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     follow(containerId, logPath, tty) {
       const f = followers.get(containerId);
       if (!f) start(containerId, logPath, tty);
-      else if (!f.copy?.kick()) f.kicked = true;
+      else f.follower?.restart();
     },
     reopen(containerId) {
       const f = followers.get(containerId);
       if (!f) return false;
       // before the file is open there is nothing to reopen: it will be opened at the new path
-      f.file?.reopen();
+      f.follower?.file?.reopen();
       return true;
     },
     stop(containerId) {
       const f = followers.get(containerId);
       if (!f) return;
       f.stopped = true;
-      f.interrupt();
-      f.file?.close();
+      f.follower?.stop();
+      f.follower?.file?.close();
       followers.delete(containerId);
     },
     async remove(containerId) {
@@ -229,7 +149,7 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     async drained(containerId, timeoutMs) {
       const f = followers.get(containerId);
       if (!f) return;
-      f.copy?.kick();
+      f.follower?.checkNow();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([f.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
       clearTimeout(timer);

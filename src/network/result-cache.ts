@@ -85,3 +85,18 @@ export async function createResultCache(dir: string): Promise<ResultCache> {
     },
   };
 }
+
+/**
+ * The cache opened on first use, and again after a failed open (e.g. a
+ * read-only mount fixed later) instead of failing every call from then on.
+ */
+export function lazyResultCache(open: () => Promise<ResultCache>): () => Promise<ResultCache> {
+  let opened: Promise<ResultCache> | undefined;
+  return () => {
+    opened ??= open().catch((err: unknown) => {
+      opened = undefined;
+      throw err;
+    });
+    return opened;
+  };
+}

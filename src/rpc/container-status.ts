@@ -4,7 +4,7 @@ import type { ServiceDeps } from './deps';
 import type { LogManager } from '../logs/log-manager';
 import type { HugepageLimit } from '../cri/container-resources';
 import { mustFindContainer } from '../container/lookup';
-import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
+import type { HugetlbCgroup } from '../cgroups/hugetlb';
 import { checkId } from '../cri/validation';
 import { containerUser } from '../cri/container-user';
 import { sandboxIdOf, statusFromInspect } from '../container/status';
@@ -18,7 +18,7 @@ async function appliedHugepages(info: Docker.ContainerInspectInfo, hugetlb: Huge
 /** How long ContainerStatus waits for an exited container's log copy to write its last line. */
 const LOG_DRAIN_MS = 2000;
 
-export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup = defaultHugetlb, logs?: Pick<LogManager, 'drained'>) {
+export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup, logs?: Pick<LogManager, 'drained'>) {
   return async (req: RuntimeReq<'ContainerStatus'>, ctx: CallContext): Promise<RuntimeRes<'ContainerStatus'>> => {
     const id = checkId('container_id', req.container_id);
     const info = await mustFindContainer(deps, id);

@@ -1,4 +1,3 @@
-import { crashPoint } from '../crash-points';
 import { failedPrecondition, invalidArgument, notFound } from '../errors';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
@@ -87,7 +86,7 @@ export function createContainer(deps: ServiceDeps) {
     } catch (err) {
       throw fromDockerError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }
-    crashPoint('container:after-create');
+    deps.crashAt?.('container:after-create');
     ctx.annotate({ containerId: id });
     ctx.log.info('container created', { image: config.image.image });
     return { container_id: id };

@@ -1,4 +1,5 @@
 import type { Config } from '../config';
+import type { CrashAt } from '../crash-points';
 import type { CheckpointStore } from '../checkpoint/store';
 import type { DockerEngine } from '../docker/engine';
 import type { CapabilityGrant } from '../docker/capabilities';
@@ -29,6 +30,8 @@ export interface ServiceDeps {
   state?: StateStore;
   /** What privileged containers and `ALL` can be given here, detected once at start-up. */
   capabilities?: CapabilityGrant;
+  /** Fault injection for the recovery tests (CRISHIM_CRASH_AT, read once by daemon.ts); absent: none. */
+  crashAt?: CrashAt;
 }
 
 /** What ExecSync, Exec, Attach and PortForward need (the e2e tests build it without the rest). */

@@ -1,5 +1,4 @@
 import type * as Docker from '../docker/types';
-import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
 import { DomainError, invalidArgument, isNotFound } from '../errors';
@@ -171,7 +170,7 @@ export function runPodSandbox(deps: ServiceDeps) {
     await step('after create', checkCancelled);
 
     // (c) the checkpoint: what teardown needs if the container disappears
-    crashPoint('sandbox:after-create');
+    deps.crashAt?.('sandbox:after-create');
     const checkpoint = {
       name: meta.name,
       namespace: meta.namespace,
@@ -190,13 +189,13 @@ export function runPodSandbox(deps: ServiceDeps) {
     };
     await step('write checkpoint', () => deps.checkpoints.write(id, checkpoint));
     rollback.add(`remove checkpoint ${id}`, () => deps.checkpoints.remove(id));
-    crashPoint('sandbox:after-checkpoint');
+    deps.crashAt?.('sandbox:after-checkpoint');
 
     // (d) start it
     // no signal either: a start aborted in flight races the rollback's remove in Docker
     await step('start pause container', () => deps.docker.startContainer(id));
     await step('after start', checkCancelled);
-    crashPoint('sandbox:after-start');
+    deps.crashAt?.('sandbox:after-start');
     // (e) pod networking, and DNS: both need the running container's details
     const dns = config.dns_config;
     const needsDns = Boolean(dns && (dns.servers.length || dns.searches.length || dns.options.length));
@@ -220,7 +219,7 @@ export function runPodSandbox(deps: ServiceDeps) {
       // no signal: a cancelled call is a reason to undo, and the undo must still run (releases the IP)
       rollback.add(`tear down pod network of ${id}`, () => deps.network.tearDownPod(netReq));
     }
-    crashPoint('sandbox:after-network');
+    deps.crashAt?.('sandbox:after-network');
     // from here on a restart keeps the sandbox instead of undoing it
     if (!hostNetwork) {
       await step('mark checkpoint ready', () => deps.checkpoints.write(id, { ...checkpoint, crishim: { ...checkpoint.crishim, phase: 'ready' } }));

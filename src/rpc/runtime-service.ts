@@ -1,4 +1,5 @@
 import type { ImageImpl, RuntimeImpl } from '../server/rpc';
+import type { HugetlbCgroup } from '../cgroups/hugetlb';
 import type { ServiceDeps } from './deps';
 import { createContainer } from './create-container';
 import { reopenContainerLog } from './reopen-container-log';
@@ -52,6 +53,8 @@ export function createDockerService(
   deps: ServiceDeps,
   logs: LogManager,
   streaming: StreamingServer,
+  /** The daemon's one hugetlb cgroup writer (its "no controller" warning is given once). */
+  hugetlb: HugetlbCgroup,
 ): { runtime: RuntimeImpl; image: ImageImpl; events: EventHub } {
   const events = createEventHub(deps);
   const runtime: RuntimeImpl = {
@@ -63,12 +66,12 @@ export function createDockerService(
     PodSandboxStatus: podSandboxStatus(deps),
     ListPodSandbox: listPodSandbox(deps),
     CreateContainer: createContainer(deps),
-    StartContainer: startContainer(deps, logs),
+    StartContainer: startContainer(deps, logs, hugetlb),
     StopContainer: stopContainer(deps),
     RemoveContainer: removeContainer(deps, logs),
     ListContainers: listContainersRpc(deps),
-    ContainerStatus: containerStatus(deps, undefined, logs),
-    UpdateContainerResources: updateContainerResources(deps),
+    ContainerStatus: containerStatus(deps, hugetlb, logs),
+    UpdateContainerResources: updateContainerResources(deps, hugetlb),
     ReopenContainerLog: reopenContainerLog(deps, logs),
     ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
     ...statsHandlers(createStatsViews(deps)),
@@ -77,7 +80,7 @@ export function createDockerService(
     GetContainerEvents: getContainerEvents(events),
     UpdateRuntimeConfig: updateRuntimeConfig(deps),
     RuntimeConfig: runtimeConfig(deps),
-    UpdatePodSandboxResources: updatePodSandboxResources(deps),
+    UpdatePodSandboxResources: updatePodSandboxResources(deps, hugetlb),
     CheckpointContainer: checkpointContainer,
     CheckpointPod: checkpointPod,
     RestorePod: restorePod,

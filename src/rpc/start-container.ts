@@ -5,7 +5,7 @@ import type { ServiceDeps } from './deps';
 import type { LogManager } from '../logs/log-manager';
 import { hugepageLimitsOf, type HugepageLimit } from '../cri/container-resources';
 import { mustFindContainer } from '../container/lookup';
-import { defaultHugetlb, type HugetlbCgroup } from '../cgroups/hugetlb';
+import type { HugetlbCgroup } from '../cgroups/hugetlb';
 import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from '../labels';
 import { checkId } from '../cri/validation';
 
@@ -24,7 +24,7 @@ async function applyRecordedHugepages(deps: ServiceDeps, id: string, limits: Hug
   }
 }
 
-export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: HugetlbCgroup = defaultHugetlb) {
+export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: HugetlbCgroup) {
   return async (req: RuntimeReq<'StartContainer'>, ctx: CallContext): Promise<RuntimeRes<'StartContainer'>> => {
     const id = checkId('container_id', req.container_id);
     const info = await mustFindContainer(deps, id);

@@ -3,7 +3,8 @@ import type { SpdyStream } from 'spdy-transport';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../logging/logger';
 import type { PodDialer } from './pod-dialer';
-import { acceptStream, header, writeGate, type SpdyUpgrade } from './spdy';
+import { acceptStream, header, type SpdyUpgrade } from './spdy';
+import { writeGate } from './spdy-backpressure';
 import { writeOrPause, wsChannels } from './websocket';
 
 const errMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));

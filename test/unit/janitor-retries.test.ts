@@ -1,4 +1,4 @@
-import { releaseOrphanNetworks, TeardownRetries } from '../../src/recovery/reconcile';
+import { releaseOrphanNetworks, TeardownRetries } from '../../src/network/orphan-teardown';
 import type { ServiceDeps } from '../../src/rpc/deps';
 import type { Logger } from '../../src/logging/logger';
 

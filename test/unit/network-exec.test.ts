@@ -10,7 +10,8 @@ import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
 import { cniArgs, cniEnv, execPlugin, pluginFailure, resultIps } from '../../src/network/cni-exec';
-import { createNetworkPlugin, pluginStdin } from '../../src/network/plugin-manager';
+import { createNetworkPlugin } from '../../src/network/plugin-manager';
+import { pluginStdin } from '../../src/network/plugin-stdin';
 import type { NetworkPlugin, PodNetworkRequest } from '../../src/network/types';
 
 const quiet = winston.createLogger({ silent: true });

@@ -4,7 +4,8 @@ import * as path from 'path';
 import winston from 'winston';
 import { parseConfFile, probeConfDir } from '../../src/network/cni-config';
 import { cniArgs, cniEnv, resultIps } from '../../src/network/cni-exec';
-import { createNetworkPlugin, pluginStdin } from '../../src/network/plugin-manager';
+import { createNetworkPlugin } from '../../src/network/plugin-manager';
+import { pluginStdin } from '../../src/network/plugin-stdin';
 import { createResultCache } from '../../src/network/result-cache';
 
 const quiet = winston.createLogger({ silent: true });
