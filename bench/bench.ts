@@ -4,7 +4,7 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, churn, logs)
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
@@ -21,6 +21,7 @@ import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { churn } from './churn';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -571,6 +572,7 @@ async function main(): Promise<void> {
       loadSizes,
       record,
     );
+    if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
   } finally {
     d.proc.kill('SIGTERM');
     d.runtime.close();
@@ -583,7 +585,7 @@ async function main(): Promise<void> {
     }
     await fsp.rm(d.dir, { recursive: true, force: true });
   }
-  await logs();
+  if (wanted('logs')) await logs();
   await report();
 }
 
