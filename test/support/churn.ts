@@ -297,8 +297,9 @@ const ABSENT = 3;
  * Statuses that match: an event's status of its own container is at least as far
  * along as the event (a STOPPED event may not show it running), and once a
  * container's own CREATED event was seen no later event shows it earlier than a
- * previous one did. A sandbox's status is checked from its STARTED event on (a
- * created pause container already reads NOTREADY).
+ * previous one did; a container's DELETED event no longer lists it. A sandbox's
+ * status is checked from its STARTED event on (a created pause container
+ * already reads NOTREADY).
  */
 export function checkEvents(evs: Ev[], ids: Set<string>, sandboxes: Set<string>): string[] {
   const problems: string[] = [];
@@ -317,9 +318,12 @@ export function checkEvents(evs: Ev[], ids: Set<string>, sandboxes: Set<string>)
           const s = e.containers_statuses.find((c) => c.id === e.container_id);
           return s ? (CONTAINER_RANK[s.state] ?? -1) : ABSENT;
         })();
-    const sandboxCreated = sandboxes.has(e.container_id) && k === 'CREATED';
-    if (!sandboxCreated && own < EVENT_RANK[k]) problems.push(`${k} event of ${short(e.container_id)} carries an earlier status (rank ${own})`);
-    if (k === 'DELETED' && own !== ABSENT) problems.push(`DELETED event of ${short(e.container_id)} still carries its status`);
+    const sandbox = sandboxes.has(e.container_id);
+    const sandboxCreated = sandbox && k === 'CREATED';
+    // a sandbox's DELETED event may still carry its (NOTREADY) status: the kubelet's evented PLEG
+    // reads the pod from it; a container's may not list the removed container
+    const least = sandbox && k === 'DELETED' ? SANDBOX_RANK.SANDBOX_NOTREADY : EVENT_RANK[k];
+    if (!sandboxCreated && own < least) problems.push(`${k} event of ${short(e.container_id)}${sandbox ? ' (sandbox)' : ''} carries an earlier status (rank ${own})`);
     if (!sandboxCreated && own < (furthest.get(e.container_id) ?? -1)) problems.push(`${k} event of ${short(e.container_id)} shows it behind an earlier event`);
     if (!sandboxCreated) furthest.set(e.container_id, Math.max(furthest.get(e.container_id) ?? -1, own));
     // the other members' statuses in the same event: never behind what an earlier event showed
