@@ -174,6 +174,10 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   // engine times around that list: events up to `listedFrom` are in it, those up to `listedTo` may be
   let listedFrom = 0;
   let listedTo = 0;
+  // after a reconnect: whether a container was in neither the snapshot before it nor the list.
+  // Such a container lived and went while no stream was live (created and removed behind our
+  // back during a Docker restart): no diff shows it, so its replayed events are all there is
+  let unlisted: ((id: string) => boolean) | undefined;
 
   const publish = (ev: CriEvent): void => {
     for (const s of subscribers) {
@@ -199,10 +203,13 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     });
   };
 
-  /** False for a replayed event whose effect the last list already showed (it was synthesized then). */
+  /**
+   * False for a replayed event whose effect the last list already showed (it was synthesized then).
+   * Exact replays of delivered events never get here (followDockerEvents drops them).
+   */
   const isNew = (ev: DockerEvent): boolean => {
     if (!snapshot) return true;
-    if (ev.timeNano && ev.timeNano <= listedFrom) return false;
+    if (ev.timeNano && ev.timeNano <= listedFrom) return unlisted?.(ev.Actor.ID) ?? false;
     const changed = applyAction(snapshot, ev.Actor.ID, ev.Action, ev.Actor.Attributes ?? {});
     return changed || !ev.timeNano || ev.timeNano > listedTo;
   };
@@ -220,6 +227,11 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     const to = await engineNowNano(deps.docker);
     const next = snapshotOf(listed);
     const missed = reconnect && snapshot ? diffSnapshots(snapshot, next) : [];
+    if (reconnect && snapshot) {
+      const before = new Set(snapshot.keys());
+      const listedIds = new Set(next.keys());
+      unlisted = (id) => !before.has(id) && !listedIds.has(id);
+    }
     snapshot = next;
     listedFrom = from;
     listedTo = to;

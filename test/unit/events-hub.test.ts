@@ -95,4 +95,41 @@ describe('event hub across a docker restart', () => {
       hub.close();
     }
   });
+
+  it('delivers, once and in order, the replayed events of a container that came and went while disconnected', async () => {
+    const { state, api } = fakeDocker();
+    const deps = {
+      docker: api,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // dockerd restarts; before crishim lists it again, a container is made, run and removed by hand:
+      // the list cannot show it, only the restarted engine's buffer can
+      state.list = [{ Id: 'p1', State: 'exited', Labels: podLabels }];
+      state.now = BASE + 20 * SEC;
+      state.onSubscribe = (s) => {
+        emit(s, 'p1', 'die', BASE + 10 * SEC, podLabels);
+        for (const [i, action] of ['create', 'start', 'die', 'destroy'].entries()) emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
+      };
+      state.streams[0].end();
+      await until(() => seen().length >= 5, 'the synthesized and replayed events');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen()).toEqual([
+        'p1:CONTAINER_STOPPED_EVENT',
+        'c4:CONTAINER_CREATED_EVENT',
+        'c4:CONTAINER_STARTED_EVENT',
+        'c4:CONTAINER_STOPPED_EVENT',
+        'c4:CONTAINER_DELETED_EVENT',
+      ]);
+    } finally {
+      hub.close();
+    }
+  });
 });
