@@ -1,5 +1,6 @@
 import { engineNowNano, followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { DomainError } from '../errors';
+import { isDockerUnreachable } from '../docker/errors';
 import type { RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
 import type { ServiceDeps } from '../rpc/deps';
@@ -123,6 +124,21 @@ export function applyAction(snap: Snapshot, id: string, action: string, labels: 
 
 /** A subscriber that falls this far behind is ended with an error rather than silently dropped. */
 const MAX_BACKLOG = 10_000;
+/**
+ * A conversion that cannot read the pod's statuses because Docker is away (an event of the old
+ * engine still queued when it stopped) waits for it, up to CONVERT_RETRIES x CONVERT_RETRY_MS,
+ * rather than report no statuses: the kubelet would read that as the pod's containers gone.
+ */
+const CONVERT_RETRY_MS = 250;
+const CONVERT_RETRIES = 120;
+const isUnreachable = (err: unknown): boolean => isDockerUnreachable(err) || (err instanceof DomainError && err.kind === 'unavailable');
+/** Passes an error on when Docker is unreachable (the conversion is retried), else answers `fallback`. */
+const unlessUnreachable =
+  <T>(fallback: T) =>
+  (err: unknown): T => {
+    if (isUnreachable(err)) throw err;
+    return fallback;
+  };
 
 interface Subscriber {
   queue: CriEvent[];
@@ -150,9 +166,9 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
   if (!sandboxId) return out;
   // the view may not have heard of this event yet: make it ask Docker, as the old per-event inspect did
   deps.state?.invalidate(ev.Actor.ID);
-  const rec = await findSandbox(deps, sandboxId).catch(() => undefined);
-  if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(() => null);
-  const members = await sandboxMembers(deps, sandboxId).catch(() => []);
+  const rec = await findSandbox(deps, sandboxId).catch(unlessUnreachable(undefined));
+  if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(unlessUnreachable(null));
+  const members = await sandboxMembers(deps, sandboxId).catch(unlessUnreachable([]));
   const statuses = await Promise.all(
     members.map((m) =>
       (deps.state ? deps.state.get(m.Id) : deps.docker.getContainer(m.Id).inspect())
@@ -169,6 +185,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   const subscribers = new Set<Subscriber>();
   let source: EventSource | undefined;
   let chain: Promise<void> = Promise.resolve();
+  let closed = false;
   // what the last list showed, kept current by live events; diffed after a reconnect
   let snapshot: Snapshot | undefined;
   // engine times around that list: events up to `listedFrom` are in it, those up to `listedTo` may be
@@ -195,10 +212,20 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     if (subscribers.size === 0) return;
     // conversions inspect Docker; chaining keeps the delivery order Docker gave us
     chain = chain.then(async () => {
-      try {
-        publish(await toCriEvent(deps, ev, type));
-      } catch (err) {
-        deps.logger.warn('cannot convert docker event', { containerId: shortId(ev.Actor.ID), error: (err as Error).message });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          publish(await toCriEvent(deps, ev, type));
+          return;
+        } catch (err) {
+          if (isUnreachable(err) && attempt < CONVERT_RETRIES && !closed) {
+            await new Promise((r) => setTimeout(r, CONVERT_RETRY_MS));
+            continue;
+          }
+          deps.logger.warn('cannot convert docker event', { containerId: shortId(ev.Actor.ID), error: (err as Error).message });
+          // Docker stayed away: the event without statuses, rather than no event
+          if (isUnreachable(err) && !closed) publish({ container_id: ev.Actor.ID, container_event_type: type, created_at: String(ev.timeNano), pod_sandbox_status: null, containers_statuses: [] });
+          return;
+        }
       }
     });
   };
@@ -255,6 +282,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
       subscribers.delete(s);
     },
     close() {
+      closed = true;
       source?.close();
       source = undefined;
       for (const s of subscribers) {

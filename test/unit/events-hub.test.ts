@@ -132,4 +132,57 @@ describe('event hub across a docker restart', () => {
       hub.close();
     }
   });
+
+  it('waits for Docker to be back before converting an event, rather than report no statuses', async () => {
+    const { state, api } = fakeDocker();
+    const c1 = {
+      Id: 'c1',
+      Name: '/k8s_app',
+      Created: '2026-11-22T10:00:00Z',
+      Image: 'sha256:1',
+      Config: { Image: 'busybox', Labels: ctrLabels },
+      State: { Status: 'exited', Running: false, ExitCode: 137, StartedAt: '2026-11-22T10:00:01Z', FinishedAt: '2026-11-22T10:00:02Z' },
+      HostConfig: {},
+      Mounts: [],
+    };
+    let down = false;
+    const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
+    const docker = {
+      ...(api as unknown as Record<string, unknown>),
+      listContainers: async () => {
+        if (down) throw refused();
+        return state.list;
+      },
+      getContainer: (id: string) => ({
+        inspect: async () => {
+          if (down) throw refused();
+          if (id === 'c1') return c1;
+          throw Object.assign(new Error('no such container'), { statusCode: 404 });
+        },
+      }),
+    };
+    const deps = {
+      docker,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // the engine goes away with the die of c1 still to be converted, and comes back a little later
+      down = true;
+      emit(state.streams[0], 'c1', 'die', BASE + SEC, ctrLabels);
+      await new Promise((r) => setTimeout(r, 400));
+      expect(sub.queue).toEqual([]);
+      down = false;
+      await until(() => sub.queue.length === 1, 'the stopped event');
+      expect(sub.queue[0].container_event_type).toBe('CONTAINER_STOPPED_EVENT');
+      expect((sub.queue[0].containers_statuses ?? []).map((c) => `${c.id}:${c.state}`)).toEqual(['c1:CONTAINER_EXITED']);
+    } finally {
+      hub.close();
+    }
+  });
 });
