@@ -195,6 +195,9 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   // Such a container lived and went while no stream was live (created and removed behind our
   // back during a Docker restart): no diff shows it, so its replayed events are all there is
   let unlisted: ((id: string) => boolean) | undefined;
+  // containers the last reconnect's diff reported: dockerd may stamp an event after the list showed
+  // its effect (and after `listedTo`), so an event that changes nothing for them is that same change
+  let synthesized = new Set<string>();
 
   const publish = (ev: CriEvent): void => {
     for (const s of subscribers) {
@@ -238,7 +241,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     if (!snapshot) return true;
     if (ev.timeNano && ev.timeNano <= listedFrom) return unlisted?.(ev.Actor.ID) ?? false;
     const changed = applyAction(snapshot, ev.Actor.ID, ev.Action, ev.Actor.Attributes ?? {});
-    return changed || !ev.timeNano || ev.timeNano > listedTo;
+    return changed || !ev.timeNano || (ev.timeNano > listedTo && !synthesized.has(ev.Actor.ID));
   };
 
   const onDockerEvent = (ev: DockerEvent): void => {
@@ -260,6 +263,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
       unlisted = (id) => !before.has(id) && !listedIds.has(id);
     }
     snapshot = next;
+    synthesized = new Set(missed.map((m) => m.id));
     listedFrom = from;
     listedTo = to;
     if (missed.length > 0) deps.logger.info('emitting container events missed while docker was unreachable', { count: missed.length });

@@ -185,4 +185,38 @@ describe('event hub across a docker restart', () => {
       hub.close();
     }
   });
+
+  it('does not report twice a change the reconnect list showed whose event dockerd stamped after the list', async () => {
+    const { state, api } = fakeDocker();
+    const deps = {
+      docker: api,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // after the restart the list already shows c5 created by hand, but its create event carries a
+      // stamp later than the engine time read after the list; then c5 is started for real
+      state.list = [
+        { Id: 'p1', State: 'running', Labels: podLabels },
+        { Id: 'c5', State: 'created', Labels: ctrLabels },
+      ];
+      state.now = BASE + 20 * SEC;
+      state.onSubscribe = (s) => {
+        emit(s, 'c5', 'create', BASE + 20 * SEC + 1000, ctrLabels);
+        emit(s, 'c5', 'start', BASE + 21 * SEC, ctrLabels);
+      };
+      state.streams[0].end();
+      await until(() => seen().length >= 2, 'the synthesized and live events');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen()).toEqual(['c5:CONTAINER_CREATED_EVENT', 'c5:CONTAINER_STARTED_EVENT']);
+    } finally {
+      hub.close();
+    }
+  });
 });
