@@ -4,7 +4,9 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, churn, logs)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, lifecycle, churn, logs)
+ *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
+ *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
@@ -22,6 +24,8 @@ import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeSe
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
 import { churn } from './churn';
+import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
+import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -29,15 +33,21 @@ const SMOKE = process.argv.includes('--smoke');
 /** `--only=memory,kubelet-load` runs those sections alone (each takes minutes at full size). */
 const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
 const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
+const COMPARE = parseCompare(process.argv);
 const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
 
 const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
 const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
+/** `--load-pods=20`: the kubelet load at another pod count. */
+const loadSizesNow = { ...loadSizes, pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods) };
+const lifecyclePods = SMOKE ? 3 : 20;
 
 type Row = [string, string, string, string];
 const rows: Row[] = [];
+/** Tables of their own (runtime comparisons), printed after the main one. */
+const tables: string[] = [];
 const record = (what: string, crishim: string, raw: string, ratio: string): void => {
   rows.push([what, crishim, raw, ratio]);
 };
@@ -135,10 +145,7 @@ async function startDaemon(): Promise<Daemon> {
 }
 
 function rpc<T>(d: Pick<Daemon, 'runtime'>, method: string, req: unknown): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const fn = (d.runtime as unknown as Record<string, (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void>)[method];
-    fn.call(d.runtime, req, new grpc.Metadata(), { deadline: Date.now() + 300_000 }, (e, res) => (e ? reject(e) : resolve(res)));
-  });
+  return criCall<T>(d.runtime, method, req);
 }
 
 let podSeq = 0;
@@ -152,7 +159,7 @@ function pod(hostNetwork: boolean): Record<string, unknown> {
 }
 
 /** RunPodSandbox + CreateContainer + StartContainer of a sleeping busybox, as a kubelet starts a pod; `onSandbox` sees the id first. */
-async function runPodWithApp(d: Daemon, hostNetwork: boolean, onSandbox: (id: string) => void = () => undefined): Promise<string> {
+async function runPodWithApp(d: Pick<Daemon, 'runtime'>, hostNetwork: boolean, onSandbox: (id: string) => void = () => undefined): Promise<string> {
   const config = pod(hostNetwork);
   const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
   onSandbox(id);
@@ -547,19 +554,35 @@ async function logs(): Promise<void> {
   }
 }
 
+/** A `--compare` runtime as a load target: the same pods as crishim's, made through its own CRI. */
+async function compareTarget(c: CriClient, name: string, pid: number): Promise<CompareTarget> {
+  const { runtime_name: runtimeName } = await rpc<{ runtime_name: string }>(c, 'Version', {});
+  return {
+    name,
+    pid,
+    usesDocker: runtimeName === 'docker',
+    call: (method, req) => rpc(c, method, req),
+    imageFsInfo: () => criCall(c.image, 'ImageFsInfo', {}),
+    runPod: () => runPodWithApp(c, false),
+    removePod: (id) => removePod(c, id),
+  };
+}
+
 async function main(): Promise<void> {
   // --logs-only: just the logs section (its full run takes minutes of its own)
   if (process.argv.includes('--logs-only')) {
     await logs();
     return report();
   }
+  const clients = COMPARE.map((c) => connectCri(c.endpoint, REPO));
+  const others = await Promise.all(COMPARE.map((c, i) => compareTarget(clients[i], c.name, resolvePid(c.pid))));
   const d = await startDaemon();
   try {
     if (wanted('overhead')) await overhead(d);
     if (wanted('concurrent')) await concurrent(d);
     if (wanted('lists')) await lists(d);
     if (wanted('memory')) await memory(d);
-    if (wanted('kubelet-load')) await kubeletLoad(
+    const figures = wanted('kubelet-load') && await kubeletLoad(
       {
         pid: d.proc.pid ?? 0,
         call: (method, req) => rpc(d, method, req),
@@ -569,11 +592,17 @@ async function main(): Promise<void> {
         dockerRequests: d.dockerRequests,
       },
       docker,
-      loadSizes,
+      loadSizesNow,
       record,
     );
+    if (figures && others.length) tables.push(await compareKubeletLoad(figures, others, loadSizesNow));
+    if (wanted('lifecycle')) {
+      const shape = { pods: lifecyclePods, podConfig: () => pod(false), image: BUSYBOX };
+      tables.push(await compareLifecycle([{ name: 'crishim', call: (method, req) => rpc(d, method, req) }, ...others], shape));
+    }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
   } finally {
+    for (const c of clients) c.close();
     d.proc.kill('SIGTERM');
     d.runtime.close();
     d.image.close();
@@ -585,6 +614,7 @@ async function main(): Promise<void> {
     }
     await fsp.rm(d.dir, { recursive: true, force: true });
   }
+  // --only without `logs` skips it: its full run holds the shared dockerd for minutes
   if (wanted('logs')) await logs();
   await report();
 }
@@ -596,6 +626,7 @@ async function report(): Promise<void> {
   const line = (r: Row): string => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   process.stdout.write(`crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${(await docker.version()).Version}, ${new Date().toISOString()}\n`);
   process.stdout.write([line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n') + '\n');
+  for (const t of tables) process.stdout.write(`\n${t}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -37,7 +37,7 @@ type Record4 = (what: string, crishim: string, raw: string, ratio: string) => vo
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-function pct(xs: number[], p: number): number {
+export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 }
@@ -64,18 +64,18 @@ function cpuNs(pid: number): number {
   return sum;
 }
 
-function rssMiB(pid: number): number {
+export function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
 }
 
-interface Calls {
+export interface Calls {
   relist(): Promise<unknown>;
   status(): Promise<unknown>;
   podSync(podId: string): Promise<unknown>;
   statsRound?(): Promise<unknown>;
 }
 
-interface PhaseResult {
+export interface PhaseResult {
   relist: number[];
   stats: number[];
   cpuPct: number;
@@ -85,7 +85,7 @@ interface PhaseResult {
 }
 
 /** Runs the kubelet's loops for `seconds` and measures both processes' CPU over exactly that time. */
-async function drive(calls: Calls, pods: string[], sizes: LoadSizes, pid: number | undefined, dockerd: number): Promise<PhaseResult> {
+export async function drive(calls: Calls, pods: string[], sizes: LoadSizes, pid: number | undefined, dockerd: number): Promise<PhaseResult> {
   const out: PhaseResult = { relist: [], stats: [], cpuPct: 0, dockerdPct: 0, errors: 0, firstError: '' };
   const t0 = now();
   const end = t0 + sizes.seconds * 1000;
@@ -119,7 +119,7 @@ async function drive(calls: Calls, pods: string[], sizes: LoadSizes, pid: number
   return out;
 }
 
-async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
   let next = 0;
   await Promise.all(
@@ -133,8 +133,31 @@ async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<
   return out;
 }
 
-export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSizes, record: Record4): Promise<void> {
-  const dockerd = Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
+/** The shared dockerd's pid (DOCKERD_PIDFILE names another engine's pidfile). */
+export const dockerdPid = (): number => Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
+
+/** The kubelet's calls through a CRI endpoint: one shape for crishim and for any runtime compared with it. */
+export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<Calls> {
+  return {
+    relist: () => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]),
+    status: () => t.call('Status', {}),
+    podSync: async (id) => {
+      await t.call('PodSandboxStatus', { pod_sandbox_id: id });
+      const { containers } = await t.call<{ containers: Array<{ id: string }> }>('ListContainers', { filter: { pod_sandbox_id: id } });
+      await Promise.all(containers.map((c) => t.call('ContainerStatus', { container_id: c.id })));
+    },
+    statsRound: () => Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
+  };
+}
+
+/** crishim's figures under the load and the raw-Docker baseline's, for a comparison with other runtimes. */
+export interface LoadFigures {
+  crishim: PhaseResult & { rssMiB: number };
+  raw: PhaseResult;
+}
+
+export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSizes, record: Record4): Promise<LoadFigures> {
+  const dockerd = dockerdPid();
   const pods: string[] = [];
   try {
     await mapLimit(sizes.pods, 8, async () => pods.push(await t.runPod()));
@@ -160,22 +183,7 @@ export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSize
     );
 
     const requests0 = t.dockerRequests();
-    const cri = await drive(
-      {
-        relist: () => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]),
-        status: () => t.call('Status', {}),
-        podSync: async (id) => {
-          await t.call('PodSandboxStatus', { pod_sandbox_id: id });
-          const { containers } = await t.call<{ containers: Array<{ id: string }> }>('ListContainers', { filter: { pod_sandbox_id: id } });
-          await Promise.all(containers.map((c) => t.call('ContainerStatus', { container_id: c.id })));
-        },
-        statsRound: () => Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
-      },
-      pods,
-      sizes,
-      t.pid,
-      dockerd,
-    );
+    const cri = await drive(criCalls(t), pods, sizes, t.pid, dockerd);
     const requests = t.dockerRequests() - requests0;
 
     // one stats call's CPU, alone: the loop above overlaps calls
@@ -207,6 +215,7 @@ export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSize
     record(`${tag}: runtime RSS after the load`, `${rss.toFixed(1)} MiB`, '-', '-');
     // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
     record(`${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`, String(requests), '-', `${cri.errors + raw.errors} errors${cri.firstError || raw.firstError ? ` (${(cri.firstError || raw.firstError).slice(0, 80)})` : ''}`);
+    return { crishim: { ...cri, rssMiB: rss }, raw };
   } finally {
     await mapLimit(pods.length, 8, (i) => t.removePod(pods[i]).catch(() => undefined));
   }

@@ -1,4 +1,4 @@
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import { log, type Logger } from '../logging/logger';
 import { childCgroups, DEFAULT_CGROUP_ROOT, keyPath, parentCgroup } from './cgroup-path';
 import { readCgroupUsage } from './cgroup';
@@ -94,7 +94,7 @@ function sumUsage(all: CgroupUsage[]): CgroupUsage {
   };
 }
 
-export function createStatsCollector(docker: DockerApi, logger: Logger = log(), opts: CollectorOptions = {}): StatsCollector {
+export function createStatsCollector(docker: DockerEngine, logger: Logger = log(), opts: CollectorOptions = {}): StatsCollector {
   const root = opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;

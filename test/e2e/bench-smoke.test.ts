@@ -24,6 +24,10 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   const load = /kubelet load, 3 pods, 5 s: docker calls by crishim during the load \((\d+) relists\) +\| (\d+) +\| - +\| 0 errors/.exec(out);
   expect(load).not.toBeNull();
   expect(Number(load?.[2])).toBeLessThan(Number(load?.[1]));
+  // the lifecycle section: every call of a pod's life timed on its own
+  for (const call of ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'ListPodSandbox', 'StopContainer', 'StopPodSandbox', 'RemovePodSandbox']) {
+    expect(out).toMatch(new RegExp(`pod lifecycle, 3 pods one call at a time[^]*\\| ${call} +\\| [\\d.]+ ms +\\|`));
+  }
   // logs: every line exactly once, with and without a kill -9, and the same-run Docker figures
   expect(out).toMatch(/logs: 20,000-line burst .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
   expect(out).toMatch(/logs: copy throughput vs Docker .*\| [\d.]+ MB\/s +\| [\d.]+ MB\/s +\| [\d.]+/);

@@ -1,0 +1,180 @@
+/**
+ * crishim beside other CRI runtimes in the same run (`npm run bench -- --compare=...`):
+ * the kubelet load and the pod lifecycle, with the same pods, the same call shape and
+ * the same clock for each. The runtimes take turns (the previous one's pods are removed
+ * first), so each is measured with only its own pods on the shared dockerd.
+ */
+import { setTimeout as sleep } from 'timers/promises';
+import { criCalls, dockerdPid, drive, mapLimit, pct, rssMiB, type LoadFigures, type LoadSizes, type LoadTarget, type PhaseResult } from './kubelet-load';
+
+export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
+  name: string;
+  /** The runtime drives the shared dockerd, so dockerd's CPU is part of its cost. */
+  usesDocker: boolean;
+}
+
+type Figures = PhaseResult & { rssMiB: number; skipped?: string[] };
+
+const STATS_CALLS = ['ListContainerStats', 'ListPodSandboxStats'];
+
+const ms = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : '-');
+const pcts = (n: number): string => `${n.toFixed(2)} %`;
+const ratio = (a: number, b: number): string => (Number.isFinite(a / b) ? (a / b).toFixed(2) : '-');
+
+/** A markdown table, columns padded to their widest cell. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]): string => `| ${widths.map((w, i) => (r[i] ?? '').padEnd(w)).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+/** The kubelet load against one more runtime: its own pods, crishim's call shape, then its pods removed. */
+async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
+  const pods: string[] = [];
+  try {
+    await mapLimit(sizes.pods, 8, async () => pods.push(await t.runPod()));
+    // as for crishim: let start-up work settle before measuring
+    await sleep(2000);
+    // a stats call the runtime cannot answer (cri-dockerd 0.3 has no ListPodSandboxStats; containerd 1.6
+    // fails it for pods without a cgroup parent) leaves the round, and the table says so
+    const skipped: string[] = [];
+    for (const method of STATS_CALLS) {
+      await t.call(method, {}).catch((err: unknown) => skipped.push(`${method}: ${(err as Error).message.slice(0, 40)}`));
+    }
+    const skip = new Set(skipped.map((s) => s.slice(0, s.indexOf(':'))));
+    const call = <T>(method: string, req: unknown): Promise<T> => (skip.has(method) ? Promise.resolve({} as T) : t.call<T>(method, req));
+    const figures = await drive(criCalls({ call, imageFsInfo: () => t.imageFsInfo() }), pods, sizes, t.pid, dockerdPid());
+    return { ...figures, rssMiB: rssMiB(t.pid), skipped };
+  } catch (err) {
+    throw new Error(`kubelet load on ${t.name}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    await mapLimit(pods.length, 8, (i) => t.removePod(pods[i]).catch(() => undefined));
+  }
+}
+
+/**
+ * Runs the kubelet load on every target after crishim's run (`base`) and tables them:
+ * one row per runtime, then crishim's ratio to each.
+ */
+export async function compareKubeletLoad(base: LoadFigures, targets: CompareTarget[], sizes: LoadSizes): Promise<string> {
+  const rows: string[][] = [];
+  const sum = (f: Figures, usesDocker: boolean): number => f.cpuPct + (usesDocker ? f.dockerdPct : 0);
+  const row = (name: string, f: Figures, usesDocker: boolean): string[] => [
+    name,
+    pcts(f.cpuPct),
+    // for a runtime without Docker, dockerd's CPU meanwhile is only the machine's background
+    usesDocker ? pcts(f.dockerdPct) : `- (bg ${pcts(f.dockerdPct)})`,
+    pcts(sum(f, usesDocker)),
+    `${f.rssMiB.toFixed(1)} MiB`,
+    `${ms(pct(f.relist, 50))} / ${ms(pct(f.relist, 99))}`,
+    `${ms(pct(f.stats, 50))} / ${ms(pct(f.stats, 99))}`,
+    f.errors ? `${f.errors} (${f.firstError.slice(0, 60)})` : '0',
+  ];
+  rows.push(['raw Docker lists (baseline)', '-', pcts(base.raw.dockerdPct), pcts(base.raw.dockerdPct), '-', `${ms(pct(base.raw.relist, 50))} / ${ms(pct(base.raw.relist, 99))}`, '-', String(base.raw.errors)]);
+  rows.push(row('crishim', base.crishim, true));
+  const others: Array<[CompareTarget, Figures]> = [];
+  for (const t of targets) {
+    const f = await loadOn(t, sizes);
+    others.push([t, f]);
+    rows.push(row(t.name, f, t.usesDocker));
+  }
+  const notes = others.flatMap(([t, f]) => (f.skipped ?? []).map((s) => `${t.name} stats round without ${s}`));
+  const c = base.crishim;
+  for (const [t, f] of others) {
+    rows.push([
+      `crishim / ${t.name}`,
+      ratio(c.cpuPct, f.cpuPct),
+      t.usesDocker ? ratio(c.dockerdPct, f.dockerdPct) : '-',
+      ratio(sum(c, true), sum(f, t.usesDocker)),
+      ratio(c.rssMiB, f.rssMiB),
+      ratio(pct(c.relist, 50), pct(f.relist, 50)),
+      ratio(pct(c.stats, 50), pct(f.stats, 50)) + (f.skipped?.length ? ` (3 calls vs ${3 - f.skipped.length})` : ''),
+      '',
+    ]);
+  }
+  const title = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s each, runtimes in turn (CPU in % of one core)`;
+  return `${title}\n${notes.map((n) => `  ${n}\n`).join('')}${table(['runtime', 'runtime CPU', 'dockerd CPU', 'runtime + dockerd', 'runtime RSS', 'relist p50 / p99', 'stats round p50 / p99', 'errors'], rows)}`;
+}
+
+/** What the lifecycle section needs of a runtime: its name and its CRI calls. */
+export type LifecycleTarget = Pick<CompareTarget, 'name' | 'call'>;
+
+export interface LifecycleShape {
+  pods: number;
+  /** A fresh pod config (unique name and uid) for RunPodSandbox. */
+  podConfig(): Record<string, unknown>;
+  image: string;
+}
+
+const LIFECYCLE_CALLS = ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'ListPodSandbox', 'ListContainers', 'PodSandboxStatus', 'ContainerStatus', 'StopContainer', 'StopPodSandbox', 'RemovePodSandbox'] as const;
+type LifecycleCall = (typeof LIFECYCLE_CALLS)[number];
+
+/**
+ * A kubelet's pod lifecycle, one call at a time so each latency is the call's own: start
+ * `pods` networked pods with one container, the List and Status calls at that size, then
+ * stop (container, then sandbox) and remove each.
+ */
+async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<Map<LifecycleCall, number[]>> {
+  const lat = new Map<LifecycleCall, number[]>(LIFECYCLE_CALLS.map((c) => [c, []]));
+  const timed = async <T>(call: LifecycleCall, req: unknown): Promise<T> => {
+    const t0 = process.hrtime.bigint();
+    try {
+      return await t.call<T>(call, req);
+    } catch (err) {
+      throw new Error(`${call} on ${t.name}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      lat.get(call)?.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  };
+  const pods: Array<{ id: string; container?: string }> = [];
+  try {
+    for (let i = 0; i < shape.pods; i++) {
+      const config = shape.podConfig();
+      const { pod_sandbox_id: id } = await timed<{ pod_sandbox_id: string }>('RunPodSandbox', { config });
+      const p: { id: string; container?: string } = { id };
+      pods.push(p);
+      const { container_id: c } = await timed<{ container_id: string }>('CreateContainer', {
+        pod_sandbox_id: id,
+        // exits on SIGTERM, as a well-behaved app does: StopContainer measures the runtime, not a grace period
+        config: { metadata: { name: 'app', attempt: 0 }, image: { image: shape.image }, command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'] },
+        sandbox_config: config,
+      });
+      p.container = c;
+      await timed('StartContainer', { container_id: c });
+    }
+    for (let i = 0; i < 5; i++) {
+      await timed('ListPodSandbox', {});
+      await timed('ListContainers', {});
+      await timed('PodSandboxStatus', { pod_sandbox_id: pods[i % pods.length].id });
+      await timed('ContainerStatus', { container_id: pods[i % pods.length].container });
+    }
+    while (pods.length) {
+      const p = pods[0];
+      if (p.container) await timed('StopContainer', { container_id: p.container, timeout: 10 });
+      await timed('StopPodSandbox', { pod_sandbox_id: p.id });
+      await timed('RemovePodSandbox', { pod_sandbox_id: p.id });
+      pods.shift();
+    }
+  } finally {
+    // after a failure: whatever is left goes, without timing
+    for (const p of pods) {
+      await t.call('StopPodSandbox', { pod_sandbox_id: p.id }).catch(() => undefined);
+      await t.call('RemovePodSandbox', { pod_sandbox_id: p.id }).catch(() => undefined);
+    }
+  }
+  return lat;
+}
+
+/** The lifecycle p50s of crishim (the first target) and each other runtime, with crishim's ratio to each. */
+export async function compareLifecycle(targets: LifecycleTarget[], shape: LifecycleShape): Promise<string> {
+  const results: Array<Map<LifecycleCall, number[]>> = [];
+  for (const t of targets) results.push(await lifecycleOn(t, shape));
+  const p50 = (i: number, call: LifecycleCall): number => pct(results[i].get(call) ?? [], 50);
+  const rows = LIFECYCLE_CALLS.map((call) => [
+    call,
+    ...targets.map((_, i) => ms(p50(i, call))),
+    ...targets.slice(1).map((_, i) => ratio(p50(0, call), p50(i + 1, call))),
+  ]);
+  const header = ['p50', ...targets.map((t) => t.name), ...targets.slice(1).map((t) => `${targets[0].name} / ${t.name}`)];
+  return `pod lifecycle, ${shape.pods} pods one call at a time, runtimes in turn\n${table(header, rows)}`;
+}

@@ -1,0 +1,78 @@
+import { mkdtempSync, writeFileSync } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { parseCompare, resolvePid } from '../../bench/cri-endpoint';
+import { compareLifecycle, table, type LifecycleTarget } from '../../bench/runtime-compare';
+
+describe('--compare', () => {
+  it('keeps the colons of the endpoint and takes name and pid from the end', () => {
+    expect(parseCompare(['node', 'bench.js', '--compare=unix:///tmp/cmp/cri-dockerd.sock:cri-dockerd:1234,unix:///run/c.sock:containerd:/run/c.pid'])).toEqual([
+      { endpoint: 'unix:///tmp/cmp/cri-dockerd.sock', name: 'cri-dockerd', pid: '1234' },
+      { endpoint: 'unix:///run/c.sock', name: 'containerd', pid: '/run/c.pid' },
+    ]);
+    expect(parseCompare(['node', 'bench.js', '--smoke'])).toEqual([]);
+  });
+
+  it('refuses an entry without a unix endpoint, a name and a pid', () => {
+    expect(() => parseCompare(['--compare=unix:///tmp/x.sock:1234'])).toThrow(/want unix:\/\/SOCKET:NAME:PID/);
+    expect(() => parseCompare(['--compare=tcp://127.0.0.1:1:name:12'])).toThrow(/tcp:/);
+  });
+
+  it('reads a pid as a number or from a pidfile', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-compare-'));
+    writeFileSync(path.join(dir, 'rt.pid'), '4321\n');
+    writeFileSync(path.join(dir, 'bad.pid'), 'nope\n');
+    expect(resolvePid('77')).toBe(77);
+    expect(resolvePid(path.join(dir, 'rt.pid'))).toBe(4321);
+    expect(() => resolvePid(path.join(dir, 'bad.pid'))).toThrow(/bad\.pid/);
+  });
+});
+
+/** A runtime that answers every lifecycle call at once and records them. */
+function fakeRuntime(name: string, failOn?: string): LifecycleTarget & { calls: string[] } {
+  let seq = 0;
+  const calls: string[] = [];
+  return {
+    name,
+    calls,
+    async call<T>(method: string, req: unknown): Promise<T> {
+      const r = req as { pod_sandbox_id?: string; container_id?: string };
+      calls.push(`${method} ${r.pod_sandbox_id ?? r.container_id ?? ''}`.trim());
+      if (method === failOn) throw new Error('boom');
+      if (method === 'RunPodSandbox') return { pod_sandbox_id: `${name}-p${++seq}` } as T;
+      if (method === 'CreateContainer') return { container_id: `${r.pod_sandbox_id}-c` } as T;
+      return {} as T;
+    },
+  };
+}
+
+describe('the lifecycle comparison', () => {
+  const shape = { pods: 2, podConfig: () => ({ metadata: { name: 'p' } }), image: 'img' };
+
+  it('runs the same pods through each runtime, stops container then sandbox, and tables both with the ratio', async () => {
+    const a = fakeRuntime('crishim');
+    const b = fakeRuntime('other');
+    const out = await compareLifecycle([a, b], shape);
+    for (const rt of [a, b]) {
+      expect(rt.calls.filter((c) => c.startsWith('RunPodSandbox'))).toHaveLength(2);
+      const p = `${rt.name}-p1`;
+      expect(rt.calls.indexOf(`StopContainer ${p}-c`)).toBeLessThan(rt.calls.indexOf(`StopPodSandbox ${p}`));
+      expect(rt.calls.indexOf(`StopPodSandbox ${p}`)).toBeLessThan(rt.calls.indexOf(`RemovePodSandbox ${p}`));
+    }
+    expect(out).toMatch(/^pod lifecycle, 2 pods/);
+    expect(out).toMatch(/\| p50 +\| crishim +\| other +\| crishim \/ other \|/);
+    expect(out).toMatch(/\| StopPodSandbox +\| [\d.]+ ms +\| [\d.]+ ms +\| ([\d.]+|-) +\|/);
+  });
+
+  it('names the runtime and call that failed, and still removes the pods it made', async () => {
+    const b = fakeRuntime('other', 'StartContainer');
+    await expect(compareLifecycle([b], shape)).rejects.toThrow('StartContainer on other: boom');
+    expect(b.calls).toContain('RemovePodSandbox other-p1');
+  });
+});
+
+describe('table', () => {
+  it('pads every column to its widest cell', () => {
+    expect(table(['a', 'bb'], [['ccc', 'd']]).split('\n')).toEqual(['| a   | bb |', '|-----|----|', '| ccc | d  |']);
+  });
+});
