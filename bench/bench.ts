@@ -4,7 +4,7 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, lifecycle, logs)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, lifecycle, churn, logs)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
  *
@@ -23,6 +23,7 @@ import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { churn } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 
@@ -599,6 +600,7 @@ async function main(): Promise<void> {
       const shape = { pods: lifecyclePods, podConfig: () => pod(false), image: BUSYBOX };
       tables.push(await compareLifecycle([{ name: 'crishim', call: (method, req) => rpc(d, method, req) }, ...others], shape));
     }
+    if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
   } finally {
     for (const c of clients) c.close();
     d.proc.kill('SIGTERM');

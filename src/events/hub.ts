@@ -1,5 +1,6 @@
 import { engineNowNano, followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { DomainError } from '../errors';
+import { isDockerUnreachable } from '../docker/errors';
 import type { RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
 import type { ServiceDeps } from '../rpc/deps';
@@ -123,6 +124,21 @@ export function applyAction(snap: Snapshot, id: string, action: string, labels: 
 
 /** A subscriber that falls this far behind is ended with an error rather than silently dropped. */
 const MAX_BACKLOG = 10_000;
+/**
+ * A conversion that cannot read the pod's statuses because Docker is away (an event of the old
+ * engine still queued when it stopped) waits for it, up to CONVERT_RETRIES x CONVERT_RETRY_MS,
+ * rather than report no statuses: the kubelet would read that as the pod's containers gone.
+ */
+const CONVERT_RETRY_MS = 250;
+const CONVERT_RETRIES = 120;
+const isUnreachable = (err: unknown): boolean => isDockerUnreachable(err) || (err instanceof DomainError && err.kind === 'unavailable');
+/** Passes an error on when Docker is unreachable (the conversion is retried), else answers `fallback`. */
+const unlessUnreachable =
+  <T>(fallback: T) =>
+  (err: unknown): T => {
+    if (isUnreachable(err)) throw err;
+    return fallback;
+  };
 
 interface Subscriber {
   queue: CriEvent[];
@@ -150,9 +166,9 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
   if (!sandboxId) return out;
   // the view may not have heard of this event yet: make it ask Docker, as the old per-event inspect did
   deps.state?.invalidate(ev.Actor.ID);
-  const rec = await findSandbox(deps, sandboxId).catch(() => undefined);
-  if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(() => null);
-  const members = await sandboxMembers(deps, sandboxId).catch(() => []);
+  const rec = await findSandbox(deps, sandboxId).catch(unlessUnreachable(undefined));
+  if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(unlessUnreachable(null));
+  const members = await sandboxMembers(deps, sandboxId).catch(unlessUnreachable([]));
   const statuses = await Promise.all(
     members.map((m) =>
       (deps.state ? deps.state.get(m.Id) : deps.docker.findContainer(m.Id))
@@ -169,11 +185,19 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   const subscribers = new Set<Subscriber>();
   let source: EventSource | undefined;
   let chain: Promise<void> = Promise.resolve();
+  let closed = false;
   // what the last list showed, kept current by live events; diffed after a reconnect
   let snapshot: Snapshot | undefined;
   // engine times around that list: events up to `listedFrom` are in it, those up to `listedTo` may be
   let listedFrom = 0;
   let listedTo = 0;
+  // after a reconnect: whether a container was in neither the snapshot before it nor the list.
+  // Such a container lived and went while no stream was live (created and removed behind our
+  // back during a Docker restart): no diff shows it, so its replayed events are all there is
+  let unlisted: ((id: string) => boolean) | undefined;
+  // containers the last reconnect's diff reported: dockerd may stamp an event after the list showed
+  // its effect (and after `listedTo`), so an event that changes nothing for them is that same change
+  let synthesized = new Set<string>();
 
   const publish = (ev: CriEvent): void => {
     for (const s of subscribers) {
@@ -191,20 +215,33 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     if (subscribers.size === 0) return;
     // conversions inspect Docker; chaining keeps the delivery order Docker gave us
     chain = chain.then(async () => {
-      try {
-        publish(await toCriEvent(deps, ev, type));
-      } catch (err) {
-        deps.logger.warn('cannot convert docker event', { containerId: shortId(ev.Actor.ID), error: (err as Error).message });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          publish(await toCriEvent(deps, ev, type));
+          return;
+        } catch (err) {
+          if (isUnreachable(err) && attempt < CONVERT_RETRIES && !closed) {
+            await new Promise((r) => setTimeout(r, CONVERT_RETRY_MS));
+            continue;
+          }
+          deps.logger.warn('cannot convert docker event', { containerId: shortId(ev.Actor.ID), error: (err as Error).message });
+          // Docker stayed away: the event without statuses, rather than no event
+          if (isUnreachable(err) && !closed) publish({ container_id: ev.Actor.ID, container_event_type: type, created_at: String(ev.timeNano), pod_sandbox_status: null, containers_statuses: [] });
+          return;
+        }
       }
     });
   };
 
-  /** False for a replayed event whose effect the last list already showed (it was synthesized then). */
+  /**
+   * False for a replayed event whose effect the last list already showed (it was synthesized then).
+   * Exact replays of delivered events never get here (followDockerEvents drops them).
+   */
   const isNew = (ev: DockerEvent): boolean => {
     if (!snapshot) return true;
-    if (ev.timeNano && ev.timeNano <= listedFrom) return false;
+    if (ev.timeNano && ev.timeNano <= listedFrom) return unlisted?.(ev.Actor.ID) ?? false;
     const changed = applyAction(snapshot, ev.Actor.ID, ev.Action, ev.Actor.Attributes ?? {});
-    return changed || !ev.timeNano || ev.timeNano > listedTo;
+    return changed || !ev.timeNano || (ev.timeNano > listedTo && !synthesized.has(ev.Actor.ID));
   };
 
   const onDockerEvent = (ev: DockerEvent): void => {
@@ -220,7 +257,13 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     const to = await engineNowNano(deps.docker);
     const next = snapshotOf(listed);
     const missed = reconnect && snapshot ? diffSnapshots(snapshot, next) : [];
+    if (reconnect && snapshot) {
+      const before = new Set(snapshot.keys());
+      const listedIds = new Set(next.keys());
+      unlisted = (id) => !before.has(id) && !listedIds.has(id);
+    }
     snapshot = next;
+    synthesized = new Set(missed.map((m) => m.id));
     listedFrom = from;
     listedTo = to;
     if (missed.length > 0) deps.logger.info('emitting container events missed while docker was unreachable', { count: missed.length });
@@ -243,6 +286,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
       subscribers.delete(s);
     },
     close() {
+      closed = true;
       source?.close();
       source = undefined;
       for (const s of subscribers) {

@@ -3,20 +3,19 @@
  * Starts a second dockerd on 127.0.0.1 with its own data root, exec root, pid
  * file and bridge (so it cannot touch the first daemon's docker0).
  */
-import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import Docker from 'dockerode';
 import { status } from '@grpc/grpc-js';
 import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { startPrivateDockerd, type PrivateDockerd } from '../support/private-dockerd';
 
 jest.setTimeout(240_000);
 
-const BRIDGE = 'crishim-d2';
+let dockerd: PrivateDockerd;
 let dir: string;
-let dockerd: ChildProcess | undefined;
-let port: number;
+let tcpEndpoint: string;
 let remote: Docker;
 
 async function waitFor(fn: () => Promise<unknown>, what: string, ms = 60_000): Promise<void> {
@@ -32,64 +31,15 @@ async function waitFor(fn: () => Promise<unknown>, what: string, ms = 60_000): P
   }
 }
 
-function startDockerd(): ChildProcess {
-  return spawn('dockerd', [
-    '--host', `tcp://127.0.0.1:${port}`,
-    // also on a socket: crishim on it counts Docker as local and reads its json-files itself
-    '--host', `unix://${path.join(dir, 'docker.sock')}`,
-    '--data-root', path.join(dir, 'data'),
-    '--exec-root', path.join(dir, 'exec'),
-    '--pidfile', path.join(dir, 'dockerd.pid'),
-    '--config-file', path.join(dir, 'daemon.json'),
-    '--bridge', BRIDGE,
-    '--iptables=false',
-    '--ip-masq=false',
-  ], { stdio: ['ignore', 'ignore', 'ignore'] });
-}
-
-async function stopDockerd(): Promise<void> {
-  if (!dockerd || dockerd.exitCode !== null) return;
-  const d = dockerd;
-  d.kill('SIGTERM');
-  await new Promise((r) => d.once('exit', r));
-}
-
 beforeAll(async () => {
-  dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-dockerd2-'));
-  port = 20000 + Math.floor(Math.random() * 10000);
-  try {
-    execFileSync('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
-  } catch {
-    /* left from an earlier run */
-  }
-  execFileSync('ip', ['link', 'set', BRIDGE, 'up']);
-  await fsp.writeFile(path.join(dir, 'daemon.json'), '{}\n');
-  dockerd = startDockerd();
-  remote = new Docker({ host: '127.0.0.1', port, protocol: 'http' });
-  await waitFor(() => remote.ping(), 'second dockerd did not come up');
-  // the second engine has no images: hand it the pause image
-  const tar = await docker.getImage('registry.k8s.io/pause:3.10').get();
-  await remote.loadImage(tar);
-  await remote.loadImage(await docker.getImage(BUSYBOX).get());
+  dockerd = await startPrivateDockerd({ bridge: 'crishim-d2', tcp: true, images: ['registry.k8s.io/pause:3.10', BUSYBOX], from: docker });
+  dir = dockerd.dir;
+  tcpEndpoint = dockerd.tcpEndpoint as string;
+  remote = dockerd.api;
 });
 
 afterAll(async () => {
-  if (remote) {
-    for (const c of await remote.listContainers({ all: true }).catch(() => [])) await remote.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-  }
-  await stopDockerd();
-  // a dockerd stopped mid-way can leave its own netns mounted, which rm cannot remove
-  try {
-    execFileSync('umount', ['-l', path.join(dir, 'exec', 'netns', 'default')], { stdio: 'ignore' });
-  } catch {
-    /* not mounted */
-  }
-  try {
-    execFileSync('ip', ['link', 'del', BRIDGE]);
-  } catch {
-    /* already gone */
-  }
-  await fsp.rm(dir, { recursive: true, force: true });
+  await dockerd?.close();
 });
 
 describe('a remote Docker endpoint', () => {
@@ -117,20 +67,20 @@ describe('a remote Docker endpoint', () => {
   }
 
   it('runs a networked sandbox through --docker-endpoint tcp://', async () => {
-    h = await startCrishim({ subnetIndex: 205, args: ['--docker-endpoint', `tcp://127.0.0.1:${port}`] });
+    h = await startCrishim({ subnetIndex: 205, args: ['--docker-endpoint', tcpEndpoint] });
     await runAndCheck(h);
   });
 
   it('sees a runtime added by a daemon reload without waiting for its cache to expire', async () => {
-    h = await startCrishim({ subnetIndex: 236, args: ['--docker-endpoint', `tcp://127.0.0.1:${port}`] });
+    h = await startCrishim({ subnetIndex: 236, args: ['--docker-endpoint', tcpEndpoint] });
     const crishim = h;
     const handler = 'crishim-e2e-alt';
     const refused = await codeOf(call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler }));
     expect(refused.code).toBe(status.INVALID_ARGUMENT);
     expect(refused.details).toContain(handler);
     // what an operator does: add the runtime to daemon.json and reload dockerd (SIGHUP)
-    await fsp.writeFile(path.join(dir, 'daemon.json'), JSON.stringify({ runtimes: { [handler]: { path: 'runc' } } }));
-    dockerd?.kill('SIGHUP');
+    await fsp.writeFile(dockerd.configFile, JSON.stringify({ runtimes: { [handler]: { path: 'runc' } } }));
+    dockerd.signal('SIGHUP');
     await waitFor(async () => {
       const info = (await remote.info()) as { Runtimes?: Record<string, unknown> };
       if (!info.Runtimes?.[handler]) throw new Error('dockerd has not reloaded yet');
@@ -143,12 +93,12 @@ describe('a remote Docker endpoint', () => {
     expect((await remote.getContainer(id).inspect()).HostConfig.Runtime).toBe(handler);
     await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
     await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
-    await fsp.writeFile(path.join(dir, 'daemon.json'), '{}\n');
-    dockerd?.kill('SIGHUP');
+    await fsp.writeFile(dockerd.configFile, '{}\n');
+    dockerd.signal('SIGHUP');
   });
 
   it('honours DOCKER_HOST when the flag is absent', async () => {
-    h = await startCrishim({ subnetIndex: 206, env: { DOCKER_HOST: `tcp://127.0.0.1:${port}` } });
+    h = await startCrishim({ subnetIndex: 206, env: { DOCKER_HOST: tcpEndpoint } });
     await runAndCheck(h);
   });
 });
@@ -158,7 +108,7 @@ describe('a Docker Engine outage', () => {
   afterAll(() => teardown(h));
 
   it('fails fast with UNAVAILABLE, reports RuntimeReady=false, and recovers without a restart', async () => {
-    h = await startCrishim({ subnetIndex: 205, args: ['--docker-endpoint', `tcp://127.0.0.1:${port}`] });
+    h = await startCrishim({ subnetIndex: 205, args: ['--docker-endpoint', tcpEndpoint] });
     const crishim = h;
     const events: string[] = [];
     const stream = crishim.runtime.GetContainerEvents({});
@@ -180,7 +130,7 @@ describe('a Docker Engine outage', () => {
       if (!events.includes(`${before}:CONTAINER_STARTED_EVENT`)) throw new Error('no start event yet');
     }, 'no start event before the outage', 20_000);
 
-    await stopDockerd();
+    await dockerd.stop();
     // gone for good: the restarted engine never emits a destroy event for it
     await fsp.rm(path.join(dir, 'data', 'containers', before), { recursive: true, force: true });
     const failed = await codeOf(call(crishim.runtime, 'ListPodSandbox', {}, 10_000));
@@ -191,8 +141,7 @@ describe('a Docker Engine outage', () => {
     expect(runtimeReady?.status).toBe(false);
     expect(runtimeReady?.message).toMatch(/docker/i);
 
-    dockerd = startDockerd();
-    await waitFor(() => remote.ping(), 'second dockerd did not come back');
+    await dockerd.start();
     await waitFor(async () => {
       const st = await call(crishim.runtime, 'Status', {});
       if (!st.status?.conditions?.find((c) => c.type === 'RuntimeReady')?.status) throw new Error('still not ready');
@@ -234,7 +183,7 @@ describe('container logs across a Docker restart (json-file read locally)', () =
   const upTo = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
 
   it('copies every line written before the engine went down exactly once', async () => {
-    h = await startCrishim({ subnetIndex: 238, args: ['--docker-endpoint', `unix://${path.join(dir, 'docker.sock')}`] });
+    h = await startCrishim({ subnetIndex: 238, args: ['--docker-endpoint', dockerd.socketEndpoint] });
     const crishim = h;
     const logDir = path.join(crishim.dir, 'pods', 'restart');
     const config = podConfig('logs-restart', { log_directory: logDir, linux: { security_context: { namespace_options: { network: 'NODE' } } } });
@@ -257,9 +206,7 @@ describe('container logs across a Docker restart (json-file read locally)', () =
     }, 'the copy never got going', 30_000);
 
     // the engine goes down mid-stream (its containers with it) and comes back
-    await stopDockerd();
-    dockerd = startDockerd();
-    await waitFor(() => remote.ping(), 'second dockerd did not come back');
+    await dockerd.restart();
     // what Docker itself holds: the last number it stored
     const jsonPath = (await remote.getContainer(id).inspect()).LogPath;
     const stored = (await fsp.readFile(jsonPath, 'utf8')).trimEnd().split('\n');

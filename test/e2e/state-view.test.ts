@@ -6,13 +6,10 @@
  * restart of the Docker Engine (a second dockerd of this file's own; the
  * shared one is never restarted).
  */
-import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { promises as fsp } from 'fs';
-import * as os from 'os';
-import * as path from 'path';
 import { status } from '@grpc/grpc-js';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { startPrivateDockerd, type PrivateDockerd } from '../support/private-dockerd';
 import type { ContainerEventResponse__Output } from '../../src/generated/runtime/v1/ContainerEventResponse';
 
 jest.setTimeout(240_000);
@@ -176,67 +173,19 @@ describe('changes made behind crishim’s back', () => {
 });
 
 describe('across a Docker Engine restart', () => {
-  const BRIDGE = 'crishim-sv2';
-  let dir: string;
-  let dockerd: ChildProcess | undefined;
+  let dockerd: PrivateDockerd | undefined;
   let remote: Docker;
   let h: Crishim | undefined;
-  const endpoint = (): string => `unix://${path.join(dir, 'docker.sock')}`;
-
-  const startDockerd = (): ChildProcess =>
-    spawn(
-      'dockerd',
-      [
-        '--host', endpoint(),
-        '--data-root', path.join(dir, 'data'),
-        '--exec-root', path.join(dir, 'exec'),
-        '--pidfile', path.join(dir, 'dockerd.pid'),
-        '--config-file', path.join(dir, 'daemon.json'),
-        '--bridge', BRIDGE,
-        '--iptables=false',
-        '--ip-masq=false',
-      ],
-      { stdio: 'ignore' },
-    );
-  const stopDockerd = async (): Promise<void> => {
-    const d = dockerd;
-    if (!d || d.exitCode !== null) return;
-    d.kill('SIGTERM');
-    await new Promise((r) => d.once('exit', r));
-  };
 
   beforeAll(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-sv-'));
-    try {
-      execFileSync('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
-    } catch {
-      /* left from an earlier run */
-    }
-    execFileSync('ip', ['link', 'set', BRIDGE, 'up']);
-    await fsp.writeFile(path.join(dir, 'daemon.json'), '{}\n');
-    dockerd = startDockerd();
-    remote = new Docker({ socketPath: path.join(dir, 'docker.sock') });
-    await waitFor('the second dockerd', () => remote.ping().then(() => true, () => false), 60_000);
-    for (const image of ['registry.k8s.io/pause:3.10', BUSYBOX]) await remote.loadImage(await docker.getImage(image).get());
-    h = await startCrishim({ subnetIndex: 248, args: ['--docker-endpoint', endpoint()] });
+    dockerd = await startPrivateDockerd({ bridge: 'crishim-sv2', images: ['registry.k8s.io/pause:3.10', BUSYBOX], from: docker });
+    remote = dockerd.api;
+    h = await startCrishim({ subnetIndex: 248, args: ['--docker-endpoint', dockerd.socketEndpoint] });
   });
 
   afterAll(async () => {
     await teardown(h);
-    if (remote) for (const c of await remote.listContainers({ all: true }).catch(() => [])) await remote.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-    await stopDockerd();
-    try {
-      execFileSync('ip', ['link', 'del', BRIDGE]);
-    } catch {
-      /* already gone */
-    }
-    try {
-      // dockerd leaves its netns bind mount behind when it is stopped while a container runs
-      execFileSync('umount', [path.join(dir, 'exec', 'netns', 'default')], { stdio: 'ignore' });
-    } catch {
-      /* not mounted */
-    }
-    await fsp.rm(dir, { recursive: true, force: true });
+    await dockerd?.close();
   });
 
   it('List, Status and events stay right through a restart, and changes after it show at once', async () => {
@@ -247,11 +196,10 @@ describe('across a Docker Engine restart', () => {
     await waitFor('the started event', () => typesOf(sub.events, ctr).includes('STARTED'));
 
     // the engine goes down (its containers die with it) and comes back with them exited
-    await stopDockerd();
+    await dockerd?.stop();
     const failed = await codeOf(call(crishim.runtime, 'ListContainers', {}, 10_000));
     expect(failed.code).toBe(status.UNAVAILABLE);
-    dockerd = startDockerd();
-    await waitFor('the second dockerd back', () => remote.ping().then(() => true, () => false), 60_000);
+    await dockerd?.start();
     await waitFor(
       'List to work again',
       async () => (await call(crishim.runtime, 'ListContainers', {}).catch(() => undefined)) !== undefined,

@@ -93,4 +93,123 @@ describe('event hub across a docker restart', () => {
       hub.close();
     }
   });
+
+  it('delivers, once and in order, the replayed events of a container that came and went while disconnected', async () => {
+    const { state, api } = fakeDocker();
+    const deps = {
+      docker: api,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // dockerd restarts; before crishim lists it again, a container is made, run and removed by hand:
+      // the list cannot show it, only the restarted engine's buffer can
+      state.list = [{ Id: 'p1', State: 'exited', Labels: podLabels }];
+      state.now = BASE + 20 * SEC;
+      state.onSubscribe = (s) => {
+        emit(s, 'p1', 'die', BASE + 10 * SEC, podLabels);
+        for (const [i, action] of ['create', 'start', 'die', 'destroy'].entries()) emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
+      };
+      state.streams[0].end();
+      await until(() => seen().length >= 5, 'the synthesized and replayed events');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen()).toEqual([
+        'p1:CONTAINER_STOPPED_EVENT',
+        'c4:CONTAINER_CREATED_EVENT',
+        'c4:CONTAINER_STARTED_EVENT',
+        'c4:CONTAINER_STOPPED_EVENT',
+        'c4:CONTAINER_DELETED_EVENT',
+      ]);
+    } finally {
+      hub.close();
+    }
+  });
+
+  it('waits for Docker to be back before converting an event, rather than report no statuses', async () => {
+    const { state, api } = fakeDocker();
+    const c1 = {
+      Id: 'c1',
+      Name: '/k8s_app',
+      Created: '2026-11-22T10:00:00Z',
+      Image: 'sha256:1',
+      Config: { Image: 'busybox', Labels: ctrLabels },
+      State: { Status: 'exited', Running: false, ExitCode: 137, StartedAt: '2026-11-22T10:00:01Z', FinishedAt: '2026-11-22T10:00:02Z' },
+      HostConfig: {},
+      Mounts: [],
+    };
+    let down = false;
+    const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
+    const list = api.listContainers;
+    api.listContainers = async (...args) => {
+      if (down) throw refused();
+      return list.apply(api, args);
+    };
+    api.findContainer = async (id: string) => {
+      if (down) throw refused();
+      return id === 'c1' ? (c1 as unknown as Awaited<ReturnType<typeof api.findContainer>>) : undefined;
+    };
+    const deps = {
+      docker: api,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // the engine goes away with the die of c1 still to be converted, and comes back a little later
+      down = true;
+      emit(state.streams[0], 'c1', 'die', BASE + SEC, ctrLabels);
+      await new Promise((r) => setTimeout(r, 400));
+      expect(sub.queue).toEqual([]);
+      down = false;
+      await until(() => sub.queue.length === 1, 'the stopped event');
+      expect(sub.queue[0].container_event_type).toBe('CONTAINER_STOPPED_EVENT');
+      expect((sub.queue[0].containers_statuses ?? []).map((c) => `${c.id}:${c.state}`)).toEqual(['c1:CONTAINER_EXITED']);
+    } finally {
+      hub.close();
+    }
+  });
+
+  it('does not report twice a change the reconnect list showed whose event dockerd stamped after the list', async () => {
+    const { state, api } = fakeDocker();
+    const deps = {
+      docker: api,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // after the restart the list already shows c5 created by hand, but its create event carries a
+      // stamp later than the engine time read after the list; then c5 is started for real
+      state.list = [
+        { Id: 'p1', State: 'running', Labels: podLabels },
+        { Id: 'c5', State: 'created', Labels: ctrLabels },
+      ];
+      state.now = BASE + 20 * SEC;
+      state.onSubscribe = (s) => {
+        emit(s, 'c5', 'create', BASE + 20 * SEC + 1000, ctrLabels);
+        emit(s, 'c5', 'start', BASE + 21 * SEC, ctrLabels);
+      };
+      state.streams[0].end();
+      await until(() => seen().length >= 2, 'the synthesized and live events');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen()).toEqual(['c5:CONTAINER_CREATED_EVENT', 'c5:CONTAINER_STARTED_EVENT']);
+    } finally {
+      hub.close();
+    }
+  });
 });

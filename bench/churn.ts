@@ -1,0 +1,45 @@
+/**
+ * The `churn` section: issue 11's correctness target, run many times. Each run
+ * (test/support/churn.ts) makes three pods of two containers, changes them
+ * behind crishim's back with the Docker API, and checks that List and Status
+ * show every change within 200 ms of Docker confirming it and that
+ * GetContainerEvents reports every transition once, in order, with statuses
+ * that match. Prints each run, then runs passed / failed and the lag figures.
+ */
+import type Docker from 'dockerode';
+import { describeRun, openChurn, VISIBLE_WITHIN_MS, type ChurnTarget } from '../test/support/churn';
+
+type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+export async function churn(target: Omit<ChurnTarget, 'docker'>, docker: Docker, runs: number, record: Record4): Promise<void> {
+  const session = await openChurn({ ...target, docker });
+  const lags: number[] = [];
+  const listMs: number[] = [];
+  let passed = 0;
+  try {
+    for (let i = 1; i <= runs; i++) {
+      const r = await session.run();
+      if (r.ok) passed++;
+      lags.push(...r.lags.map((l) => l.ms));
+      process.stderr.write(describeRun(i, r) + '\n');
+      // the same-run baseline: what one raw Docker list of our containers costs, the floor of any lag
+      const t0 = process.hrtime.bigint();
+      await docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type'] } });
+      listMs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  } finally {
+    session.close();
+  }
+  record(`churn: runs passed (of ${runs})`, `${passed} passed, ${runs - passed} failed`, '-', passed === runs ? 'all' : 'FAILURES');
+  record(
+    `churn: List/Status lag after a change (${lags.length} changes)`,
+    `worst ${lags.length ? Math.max(...lags).toFixed(1) : '-'} ms, p99 ${pct(lags, 99).toFixed(1)} ms, p50 ${pct(lags, 50).toFixed(1)} ms`,
+    `docker ps p50 ${pct(listMs, 50).toFixed(1)} ms`,
+    `bound ${VISIBLE_WITHIN_MS} ms`,
+  );
+}
