@@ -4,7 +4,9 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load,
+ *                                          stats-cost, stop-pod, logs); --pods=N sizes stats-cost and stop-pod
+ *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
@@ -21,6 +23,8 @@ import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { statsCost } from './stats-cost';
+import { stopPod } from './stop-pod';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -33,6 +37,9 @@ const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
 
 const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
+const PODS = Number(process.argv.find((a) => a.startsWith('--pods='))?.slice('--pods='.length)) || undefined;
+const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9 };
+const stopPods = PODS ?? (SMOKE ? 4 : 20);
 const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
 
 type Row = [string, string, string, string];
@@ -114,6 +121,7 @@ async function startDaemon(): Promise<Daemon> {
   // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(process.execPath, [
     ...shebangFlags(main),
+    ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     main,
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
@@ -571,6 +579,16 @@ async function main(): Promise<void> {
       loadSizes,
       record,
     );
+    const target = {
+      pid: d.proc.pid ?? 0,
+      call: <T>(method: string, req: unknown) => rpc<T>(d, method, req),
+      runPod: () => runPodWithApp(d, false),
+      removePod: (id: string) => removePod(d, id),
+      cniConfFile: path.join(d.dir, 'net.d', '10-bench.conflist'),
+      dockerRequests: d.dockerRequests,
+    };
+    if (wanted('stats-cost')) await statsCost(target, statsCostSizes, record);
+    if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
   } finally {
     d.proc.kill('SIGTERM');
     d.runtime.close();
@@ -583,7 +601,7 @@ async function main(): Promise<void> {
     }
     await fsp.rm(d.dir, { recursive: true, force: true });
   }
-  await logs();
+  if (wanted('logs')) await logs();
   await report();
 }
 

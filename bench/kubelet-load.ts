@@ -37,7 +37,7 @@ type Record4 = (what: string, crishim: string, raw: string, ratio: string) => vo
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-function pct(xs: number[], p: number): number {
+export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 }
@@ -52,7 +52,7 @@ function cpuMs(pid: number): number {
 }
 
 /** CPU time of a process's live threads in ns (schedstat): fine enough for one call's cost. */
-function cpuNs(pid: number): number {
+export function cpuNs(pid: number): number {
   let sum = 0;
   for (const t of readdirSync(`/proc/${pid}/task`)) {
     try {
