@@ -70,6 +70,28 @@ function readOpenFile(file: string): string | undefined {
   }
 }
 
+/**
+ * A file read through the shared buffer and closed at once, for files whose fd must not be
+ * kept: an open /proc/<pid>/net/dev holds the pod's network namespace (and its veth) alive.
+ * Saves readFileSync's fstat and buffer allocation.
+ */
+export function readTextOnce(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const n = readSync(fd, readBuf, 0, readBuf.length, 0);
+    return n < readBuf.length ? readBuf.toString('utf8', 0, n) : readTextSync(file);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Closes every cached cgroup file (tests, shutdown). */
 export function closeCgroupFiles(): void {
   sweep(Date.now(), true);
