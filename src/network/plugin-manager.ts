@@ -225,6 +225,10 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
 
   /** DEL through the chain in reverse; every plugin is tried (each may hold state), the first error is reported. */
   const del = async (entry: CacheEntry, signal: AbortSignal | undefined, log: Logger): Promise<void> => {
+    // lo holds no state outside the netns and dies with it: best effort, and beside the chain
+    // rather than after it (it touches no link the chain does), so StopPodSandbox does not wait
+    // for one more plugin run
+    const lo = entry.netns ? loopback('DEL', entry, undefined, log).catch(() => undefined) : undefined;
     let first: Error | undefined;
     for (const plugin of [...entry.config.plugins].reverse()) {
       try {
@@ -233,8 +237,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
         first ??= err as Error;
       }
     }
-    // lo holds no state outside the netns and dies with it: best effort
-    if (entry.netns) await loopback('DEL', entry, undefined, log).catch(() => undefined);
+    await lo;
     if (first) throw first;
   };
 
