@@ -155,7 +155,7 @@ describe('stats collector', () => {
     expect(pod.usage.pids).toBe(4); // from the leaves
     expect(pod.network).toEqual([{ name: 'eth0', rxBytes: 5000, rxErrors: 1, txBytes: 3000, txErrors: 0 }]);
     const stats = toPodStats({ sb: { id: SB, metadata: { name: 'p', namespace: 'ns' } }, pod, members: [] } as PodView, '/var/lib/docker');
-    expect(stats.linux?.memory?.available_bytes?.value).toBe(String(100_000 - (50_000 - 100)));
+    expect(stats.linux?.memory?.available_bytes?.value).toBe(100_000 - (50_000 - 100));
   });
 
   it('a pod under Docker\'s shared parent is the sum of its containers, pause included', async () => {
@@ -223,7 +223,7 @@ describe('cAdvisor metrics', () => {
     expect(all.length).toBeGreaterThan(10);
     for (const x of all) expect(x.label_values?.length).toBe(keys.get(x.name ?? '')?.length);
     const cpu = m.container_metrics?.[0].metrics?.find((x) => x.name === 'container_cpu_usage_seconds_total');
-    expect(cpu?.value?.value).toBe('3');
+    expect(cpu?.value?.value).toBe(3);
     expect(cpu?.label_values?.slice(0, 3)).toEqual(['app', C1, 'img']);
     expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual(['POD', SB, '', 'ns', 'p', 'eth0']);
     // pod totals are container="" as in cAdvisor, so per-container sums do not count them
