@@ -4,6 +4,7 @@ import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
 import { readNetDev, type InterfaceUsage } from './netdev';
 import { readPodUsage } from './pod-usage';
+import { mapLimit } from './pool';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
 import type { PodSample, Sample, Target, TargetKind } from './sample';
@@ -18,6 +19,8 @@ export interface StatsCollector {
   containers(targets: Target[], signal?: AbortSignal): Promise<Sample[]>;
   /** Pod-level usage for a sandbox (its pause container) and its already sampled containers. */
   pod(sandbox: Target, members: Sample[], signal?: AbortSignal): Promise<PodSample>;
+  /** The same for many pods at once: their pause containers are read as one batch (one settle pause, not one per pod). */
+  pods(pods: ReadonlyArray<{ sandbox: Target; members: Sample[] }>, signal?: AbortSignal): Promise<PodSample[]>;
   /** Forgets what is cached about ids of a kind that are not in `ids` (call after an unfiltered list). */
   retain(ids: Set<string>, kind?: TargetKind): void;
   /** One container (kept for callers that sample one at a time). */
@@ -85,23 +88,37 @@ export function createStatsCollector(docker: DockerApi, logger: Logger = log(), 
     });
   const podSources = { rates: src.rates, cgroupRoot: src.cgroupRoot, procRoot: proc };
 
+  const pods: StatsCollector['pods'] = async (list, signal) => {
+    const pauses = await settled(
+      list.map((p) => p.sandbox),
+      'sandbox',
+      signal,
+    );
+    const firstSight = list.map((p) => p.sandbox.running && !src.rates.has(`pod:${p.sandbox.id}`));
+    const out = await mapLimit(list, concurrency, (p, i) => readPodUsage(podSources, p.sandbox, pauses[i], p.members));
+    // a pod cgroup read for the first time has no CPU rate yet: one more look, as for containers
+    const again = list.map((_, i) => i).filter((i) => firstSight[i] && out[i].source === 'pod-cgroup' && out[i].nanoCores === undefined);
+    if (again.length > 0 && settleMs > 0) {
+      await sleep(settleMs, signal);
+      await mapLimit(again, concurrency, async (i) => {
+        out[i] = await readPodUsage(podSources, list[i].sandbox, pauses[i], list[i].members);
+      });
+    }
+    list.forEach(({ sandbox }, i) => {
+      if (!sandbox.running || sources.get(sandbox.id) === out[i].source) return;
+      // once per pod and change: which way its totals are made explains its numbers
+      logger.debug(`stats: pod totals from ${out[i].source === 'pod-cgroup' ? 'the pod cgroup' : 'the sum of its containers'}`, { podSandboxId: sandbox.id });
+      sources.set(sandbox.id, out[i].source);
+    });
+    return out;
+  };
+
   return {
     containers: (targets, signal) => settled(targets, 'container', signal),
     async pod(sandbox, members, signal) {
-      const [pause] = await settled([sandbox], 'sandbox', signal);
-      const first = sandbox.running && !src.rates.has(`pod:${sandbox.id}`);
-      let pod = await readPodUsage(podSources, sandbox, pause, members);
-      if (first && pod.source === 'pod-cgroup' && pod.nanoCores === undefined && settleMs > 0) {
-        await sleep(settleMs, signal);
-        pod = await readPodUsage(podSources, sandbox, pause, members);
-      }
-      if (sandbox.running && sources.get(sandbox.id) !== pod.source) {
-        // once per pod and change: which way its totals are made explains its numbers
-        logger.debug(`stats: pod totals from ${pod.source === 'pod-cgroup' ? 'the pod cgroup' : 'the sum of its containers'}`, { podSandboxId: sandbox.id });
-        sources.set(sandbox.id, pod.source);
-      }
-      return pod;
+      return (await pods([{ sandbox, members }], signal))[0];
     },
+    pods,
     retain(ids, kind = 'container') {
       const keep = (id: string): boolean => kinds.get(id) !== kind || ids.has(id);
       src.facts.forget(keep);

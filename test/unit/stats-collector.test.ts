@@ -179,6 +179,27 @@ describe('stats collector', () => {
     expect(pod.network).toBeUndefined();
   });
 
+  it('many pods at once: each gets its own pause and members, in order; new ones a CPU rate', async () => {
+    const SB2 = 't'.repeat(64);
+    await tree(cgRoot, {
+      ...v1(`/docker/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/docker/${SB2}`, 2_000, 20_000, { pids: 1 }),
+      ...v1(`/docker/${C1}`, 8_000, 40_000, { pids: 3 }),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '200/cgroup': procCgroup(`/docker/${SB2}`), '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const { docker } = fakeDocker(new Map([[SB, { pid: 100, hostNetwork: true }], [SB2, { pid: 200, hostNetwork: true }], [C1, { pid: 101 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 80 });
+    const members = await col.containers([{ id: C1, running: true }]);
+    const [a, b] = await col.pods([
+      { sandbox: { id: SB, running: true }, members },
+      { sandbox: { id: SB2, running: true }, members: [] },
+    ]);
+    expect(a.usage.memoryUsage).toBe(50_000);
+    expect(b.usage.memoryUsage).toBe(20_000);
+    expect(a.nanoCores).toBe(0);
+    expect(b.nanoCores).toBe(0);
+  });
+
   it('a sandbox Docker does not know (checkpoint only) is asked about once, and reads as empty', async () => {
     const { docker, inspects } = fakeDocker(new Map());
     const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
