@@ -8,7 +8,16 @@ const GRPC = {
 };
 const DOCKERODE = {
   name: 'dockerode',
-  message: 'Only src/docker/ imports dockerode; use its types from src/docker/types.ts and its helpers from src/docker/.',
+  message: 'Only src/docker/ imports dockerode; call Docker through DockerEngine (src/docker/engine.ts) and name its objects with src/docker/types.ts.',
+};
+const DOCKER_MODEM = {
+  name: 'docker-modem',
+  message: 'Only src/docker/ touches docker-modem; wrap a DockerEngine (as instrumented-engine.ts does) to see every call.',
+};
+// The one DockerEngine implementation is chosen by the process wiring; everyone else gets the interface.
+const DOCKER_IMPL = {
+  group: ['**/docker/dockerode-engine', '**/docker/client'],
+  message: 'Use the DockerEngine you are given (src/docker/engine.ts); only main.ts/daemon.ts wire the dockerode implementation (connect with src/docker/connect.ts).',
 };
 const GRPC_MAPPING = {
   group: ['**/server/errors'],
@@ -49,12 +58,17 @@ export default tseslint.config(
   // so each block lists everything still forbidden there. Tests and bench/ may use anything.
   {
     files: ['src/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE], patterns: [GRPC_MAPPING] }] },
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, DOCKER_IMPL] }] },
   },
   {
     // the transport: only the server layer and the process wiring speak gRPC
-    files: ['src/server/**/*.ts', 'src/main.ts', 'src/daemon.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [DOCKERODE] }] },
+    files: ['src/server/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [DOCKERODE, DOCKER_MODEM], patterns: [DOCKER_IMPL] }] },
+  },
+  {
+    // the process wiring: gRPC, and the choice of the Docker engine implementation
+    files: ['src/main.ts', 'src/daemon.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [DOCKERODE, DOCKER_MODEM] }] },
   },
   {
     // the Docker boundary: dockerode (values and types) is imported here and nowhere else
@@ -63,12 +77,12 @@ export default tseslint.config(
   },
   {
     files: ['src/state/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS] }] },
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS, DOCKER_IMPL] }] },
   },
   {
     // one file per RPC; only the wiring (runtime-service.ts, image-service.ts) composes handlers
     files: ['src/rpc/**/*.ts'],
     ignores: ['src/rpc/runtime-service.ts', 'src/rpc/image-service.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE], patterns: [GRPC_MAPPING, RPC_SIBLINGS] }] },
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, RPC_SIBLINGS, DOCKER_IMPL] }] },
   },
 );

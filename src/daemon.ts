@@ -7,7 +7,9 @@ import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './rpc/runtime-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './labels';
 import type { ServiceDeps } from './rpc/deps';
-import { connectDocker, dockerOptions, instrumentDocker } from './docker/client';
+import { dockerOptions } from './docker/client';
+import { connectEngine } from './docker/connect';
+import { instrumentEngine } from './docker/instrumented-engine';
 import { createEngineInfo, refreshOnDaemonEvents } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
 import { detectCapabilityGrant } from './docker/capabilities';
@@ -16,14 +18,13 @@ import type { Logger } from './logging/logger';
 import { createNetworkPlugin } from './network/plugin-manager';
 import { startCriServer } from './server/grpc-server';
 import { startStreamingServer } from './streaming/server';
-import { isDockerUnreachable } from './docker/errors';
 import type { Metrics } from './server/metrics';
 import { listContainers } from './container/list';
 import { listSandboxes } from './sandbox/list';
 import { reconcile, startNetworkJanitor } from './recovery/reconcile';
 import { nowNanos } from './time';
 import { createStateStore } from './state/store';
-import { watchContainerMutations } from './state/mutations';
+import { observeMutations } from './state/mutations';
 
 /** dockershim's value for pause containers: the pod's last process to be OOM-killed. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
@@ -39,19 +40,19 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // objects created before this instant cannot belong to a RunPodSandbox this process is serving
   const startedAt = BigInt(nowNanos());
   await fsp.mkdir(config.rootDirectory, { recursive: true, mode: 0o700 });
-  const client = await connectDocker(
+  const client = await connectEngine(
     { endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey },
     logger,
   );
   // prom-client and its default collectors' timers are loaded only on nodes that serve /metrics
   const metricsModule = config.metricsBindAddress ? await import('./server/metrics') : undefined;
   const metrics: Metrics | undefined = metricsModule?.createMetrics();
-  const engine = createEngineInfo(client.api, logger);
-  instrumentDocker(client.api, (method, path, seconds, err) => {
-    metrics?.observeDocker(method, path, seconds, !err);
+  const instrumented = instrumentEngine(client.engine, logger, {
+    onRequest: (method, route, seconds, err) => metrics?.observeDocker(method, route, seconds, !err),
     // Status must say RuntimeReady=false as soon as a call finds Docker gone
-    if (err && isDockerUnreachable(err)) engine.markUnreachable((err as Error).message);
+    onUnreachable: (err) => engine.markUnreachable(err.message),
   });
+  const engine = createEngineInfo(instrumented, logger);
   await engine.refresh();
 
   // probed once: runc fails every container whose oom_score_adj the kernel refuses
@@ -87,21 +88,21 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
 
   const ownPorts = new Set<number>();
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
-  const state = createStateStore(client.api, logger);
-  watchContainerMutations(client.api, (ref) => state.invalidate(ref));
-  const deps: ServiceDeps = { docker: client.api, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities };
+  const state = createStateStore(instrumented, logger);
+  const docker = observeMutations(instrumented, (ref) => state.invalidate(ref));
+  const deps: ServiceDeps = { docker, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   // Docker's json-files are readable only when Docker runs on this host (a unix socket)
   const endpoint = config.dockerEndpoint || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
   const dockerIsLocal = endpoint.startsWith('unix://') || endpoint.startsWith('/');
-  const logs = createLogManager(client.api, logger, {
+  const logs = createLogManager(docker, logger, {
     positions: dockerIsLocal ? createLogPositionStore(path.join(config.rootDirectory, 'container-logs')) : undefined,
   });
   await resumeLogCopies(deps, logs);
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));
-  const daemonEvents = refreshOnDaemonEvents(engine, client.api, logger);
-  const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker: client.api, logger });
+  const daemonEvents = refreshOnDaemonEvents(engine, docker, logger);
+  const streaming = await startStreamingServer({ ...parseBindAddr(config.streamingBindAddr), docker, logger });
   ownPorts.add(Number(new URL(streaming.baseUrl).port));
   // known before the CRI socket opens, although the metrics server itself starts later
   const metricsPort = Number(/:(\d+)$/.exec(config.metricsBindAddress)?.[1] ?? 0);
@@ -171,10 +172,7 @@ function catchUpAfterOutage(deps: ServiceDeps, logs: ReturnType<typeof createLog
 async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>): Promise<void> {
   let containers;
   try {
-    containers = await deps.docker.listContainers({
-      all: true,
-      filters: { label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`] },
-    });
+    containers = await deps.docker.listContainers({ label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`] });
   } catch (err) {
     deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
     return;
@@ -186,7 +184,7 @@ async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof create
   for (const c of containers) {
     const logPath = c.Labels[CONTAINER_LOGPATH_LABEL];
     if (!logPath || c.State === 'created') continue;
-    const info = await deps.docker.getContainer(c.Id).inspect().catch(() => undefined);
+    const info = await deps.docker.inspectContainer(c.Id).catch(() => undefined);
     if (info) logs.follow(c.Id, logPath, info.Config.Tty);
   }
 }

@@ -40,3 +40,6 @@ export const unavailable = (msg: string, cause?: unknown): DomainError => new Do
 export const deadlineExceeded = (msg: string): DomainError => new DomainError('deadline-exceeded', msg);
 export const cancelled = (msg: string, cause?: unknown): DomainError => new DomainError('cancelled', msg, { cause });
 export const resourceExhausted = (msg: string): DomainError => new DomainError('resource-exhausted', msg);
+
+/** True for a `not-found` domain error (e.g. the Docker engine saying the object does not exist). */
+export const isNotFound = (err: unknown): boolean => err instanceof DomainError && err.kind === 'not-found';

@@ -1,10 +1,8 @@
 import type * as Docker from '../docker/types';
-import { DomainError } from '../errors';
+import type { NameConflictPolicy } from '../docker/engine';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../rpc/deps';
 import { ATTEMPT_LABEL, CONTAINER_NAME_LABEL, ROOT_LABEL, SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL } from '../labels';
-
-const isConflict = (err: unknown): boolean => (err as { statusCode?: number }).statusCode === 409;
 
 /** Which CRI container a Docker name stands for: the leftover rule only takes one of exactly this. */
 export interface NameSlot {
@@ -27,37 +25,18 @@ export function isOwnLeftover(holder: Docker.ContainerInspectInfo, slot: NameSlo
 }
 
 /**
- * Creates a container under its dockershim name. When the name is taken by a container of
- * this crishim that never started and stands for the same sandbox, name and attempt (a
- * crash between Docker's create and our reply leaves one, and the kubelet then retries),
- * that leftover is removed and the name reused, so no orphan stays behind. Any other
- * holder keeps its name and the call fails with ALREADY_EXISTS, as containerd's "name is
- * reserved": `_` in pod and container names lets two different pods map to one Docker
+ * How a container is created under its dockershim name. When the name is taken by a
+ * container of this crishim that never started and stands for the same sandbox, name and
+ * attempt (a crash between Docker's create and our reply leaves one, and the kubelet then
+ * retries), that leftover is removed and the name reused, so no orphan stays behind. Any
+ * other holder keeps its name and the call fails with ALREADY_EXISTS, as containerd's "name
+ * is reserved": `_` in pod and container names lets two different pods map to one Docker
  * name, and the other pod's container must never be taken for a leftover.
  */
-export async function createNamed(
-  deps: Pick<ServiceDeps, 'docker' | 'config'>,
-  ctx: CallContext,
-  name: string,
-  slot: NameSlot,
-  create: (name: string) => Promise<Docker.Container>,
-): Promise<Docker.Container> {
-  try {
-    return await create(name);
-  } catch (err) {
-    if (!isConflict(err)) throw err;
-  }
-  const holder = await deps.docker.getContainer(name).inspect().catch(() => undefined);
-  // gone again between the conflict and the inspect: the name is free
-  if (!holder) return create(name);
-  if (isOwnLeftover(holder, slot, deps.config.rootDirectory)) {
-    ctx.log.warn('removing a never-started leftover that holds the name', { name, leftoverId: holder.Id });
-    try {
-      await deps.docker.getContainer(holder.Id).remove({ v: true });
-      return await create(name);
-    } catch (err) {
-      if (!isConflict(err) && (err as { statusCode?: number }).statusCode !== 404) throw err;
-    }
-  }
-  throw new DomainError('already-exists', `name ${JSON.stringify(name)} is reserved for ${holder.Id}`);
+export function reclaimOwnLeftover(deps: Pick<ServiceDeps, 'config'>, ctx: CallContext, slot: NameSlot): NameConflictPolicy {
+  return {
+    kind: 'reclaim',
+    isLeftover: (holder) => isOwnLeftover(holder, slot, deps.config.rootDirectory),
+    onReclaim: (holder) => ctx.log.warn('removing a never-started leftover that holds the name', { leftoverId: holder.Id }),
+  };
 }

@@ -41,7 +41,7 @@ async function dockerContainers(deps: ServiceDeps, filter: Filter): Promise<List
   if (filter?.pod_sandbox_id?.length === 64) labels.push(`${SANDBOX_ID_LABEL}=${filter.pod_sandbox_id}`);
   const dockerFilters: Record<string, string[]> = { label: labels };
   if (filter?.id) dockerFilters.id = [filter.id];
-  return deps.docker.listContainers({ all: true, filters: dockerFilters });
+  return deps.docker.listContainers(dockerFilters);
 }
 
 /** All CRI containers matching a filter. */

@@ -1,20 +1,14 @@
 import type * as Docker from '../docker/types';
 import { failedPrecondition, notFound } from '../errors';
 import type { CallContext } from '../server/rpc';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { ServiceDeps } from '../rpc/deps';
 import { TYPE_CONTAINER, TYPE_LABEL } from '../labels';
 
 /** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
 export async function findContainer(deps: Pick<ServiceDeps, 'docker' | 'state'>, id: string): Promise<Docker.ContainerInspectInfo | undefined> {
-  try {
-    const info = deps.state ? await deps.state.get(id) : await deps.docker.getContainer(id).inspect();
-    if (!info) return undefined;
-    return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
-  } catch (err) {
-    if (isDockerNotFound(err)) return undefined;
-    throw fromDockerError(err, `inspect container ${id}`);
-  }
+  const info = deps.state ? await deps.state.get(id) : await deps.docker.findContainer(id);
+  if (!info) return undefined;
+  return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
 }
 
 export async function mustFindContainer(deps: Pick<ServiceDeps, 'docker' | 'state'>, id: string): Promise<Docker.ContainerInspectInfo> {

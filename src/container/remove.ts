@@ -1,4 +1,3 @@
-import { dockerMessage, isDockerNotFound } from '../docker/errors';
 import type { ServiceDeps } from '../rpc/deps';
 
 /**
@@ -7,17 +6,11 @@ import type { ServiceDeps } from '../rpc/deps';
  */
 export async function removeDockerContainer(deps: ServiceDeps, id: string): Promise<void> {
   try {
-    await deps.docker.getContainer(id).remove({ force: true, v: true });
+    await deps.docker.removeContainer(id, { force: true, volumes: true, missingOk: true });
   } catch (err) {
-    if (isDockerNotFound(err)) return;
-    if (!/already in progress/.test(dockerMessage(err))) throw err;
+    if (!/already in progress/.test((err as Error).message)) throw err;
     for (let i = 0; i < 100; i++) {
-      try {
-        await deps.docker.getContainer(id).inspect();
-      } catch (e) {
-        if (isDockerNotFound(e)) return;
-        throw e;
-      }
+      if (!(await deps.docker.findContainer(id))) return;
       await new Promise((r) => setTimeout(r, 100));
     }
     throw err;

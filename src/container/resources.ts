@@ -25,7 +25,7 @@ export async function applyResources(
   delete update.OomScoreAdj;
   if (Object.keys(update).length > 0) {
     try {
-      await deps.docker.getContainer(id).update(update);
+      await deps.docker.updateContainer(id, update);
     } catch (err) {
       throw fromDockerError(err, `${what} ${id}`);
     }

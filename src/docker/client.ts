@@ -75,6 +75,8 @@ export async function connectDocker(opts: DockerEndpointOptions, logger: Logger)
   }
 }
 
+/** The part of docker-modem's request function the create-body rewrite hooks. */
+type DialCallback = (err: unknown, result?: unknown) => void;
 interface ModemDialOptions {
   path?: string;
   options?: Record<string, unknown>;
@@ -103,38 +105,4 @@ export function createOptionsInBodyOnly(api: DockerApi): DockerApi {
     return dial(options, callback);
   };
   return api;
-}
-
-/** The part of docker-modem's request function that the request wrappers here and in src/state/ hook. */
-export interface DialOptions {
-  method?: string;
-  path?: string;
-}
-export type DialCallback = (err: unknown, result?: unknown) => void;
-export interface Dialer {
-  dial(options: DialOptions, callback: DialCallback): unknown;
-}
-
-/**
- * Reports every Docker API request (method, path, seconds, success) by wrapping
- * docker-modem's single entry point, so metrics and the benchmark's call counts
- * see all of them without touching call sites. Also tells the engine-info cache
- * about unreachable errors.
- */
-export function instrumentDocker(
-  api: DockerApi,
-  onRequest: (method: string, path: string, seconds: number, err: unknown) => void,
-): void {
-  const modem = api.modem as unknown as Dialer;
-  const dial = modem.dial.bind(modem);
-  modem.dial = (options: DialOptions, callback: DialCallback): unknown => {
-    const t0 = process.hrtime.bigint();
-    return dial(options, (err: unknown, result?: unknown) => {
-      try {
-        onRequest(options.method ?? 'GET', options.path ?? '', Number(process.hrtime.bigint() - t0) / 1e9, err);
-      } finally {
-        callback(err, result);
-      }
-    });
-  };
 }

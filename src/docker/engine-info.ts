@@ -1,4 +1,4 @@
-import type { DockerApi } from './client';
+import type { DockerEngine } from './engine';
 import { followDockerEvents, type EventSource } from './events';
 import type { Logger } from '../logging/logger';
 
@@ -29,7 +29,7 @@ export interface EngineInfo {
 }
 
 /** Caches `docker info`/`version`; a timer pings to notice outages and recoveries. */
-export function createEngineInfo(docker: DockerApi, logger: Logger, intervalMs = 5000): EngineInfo {
+export function createEngineInfo(docker: DockerEngine, logger: Logger, intervalMs = 5000): EngineInfo {
   let snap: EngineSnapshot = { reachable: false, runtimes: [], checkedAt: new Date(0), error: 'not probed yet' };
   let infoAt = 0;
   let inFlight: Promise<EngineSnapshot> | undefined;
@@ -44,13 +44,7 @@ export function createEngineInfo(docker: DockerApi, logger: Logger, intervalMs =
       if (force || !snap.reachable || Date.now() - infoAt > INFO_TTL_MS) {
         const [info, version] = await Promise.all([docker.info(), docker.version()]);
         infoAt = Date.now();
-        const i = info as {
-          CgroupDriver?: string;
-          CgroupVersion?: string;
-          DockerRootDir?: string;
-          Runtimes?: Record<string, unknown>;
-          DefaultRuntime?: string;
-        };
+        const i = info;
         if (!snap.reachable) logger.info('docker is reachable', { dockerVersion: version.Version });
         snap = {
           reachable: true,
@@ -111,7 +105,7 @@ export function createEngineInfo(docker: DockerApi, logger: Logger, intervalMs =
  * Re-reads info/version on Docker `daemon` events (e.g. `reload` after a
  * daemon.json change adds a runtime), instead of waiting for the cache to age.
  */
-export function refreshOnDaemonEvents(engine: EngineInfo, docker: DockerApi, logger: Logger): EventSource {
+export function refreshOnDaemonEvents(engine: EngineInfo, docker: DockerEngine, logger: Logger): EventSource {
   return followDockerEvents(docker, { type: ['daemon'] }, (ev) => {
     logger.info('docker daemon event; refreshing engine info', { action: ev.Action });
     void engine.refresh({ force: true });

@@ -1,4 +1,38 @@
-import { DomainError, cancelled, unavailable } from '../errors';
+import { DomainError, type ErrorKind } from '../errors';
+
+/**
+ * A failure Docker reported (or Docker being unreachable), as a domain error. `detail` is
+ * Docker's side of it; the message puts the operation in front, and a caller that knows
+ * more context (the RPC and object) can re-describe it with `within`.
+ */
+export class DockerError extends DomainError {
+  constructor(
+    kind: ErrorKind,
+    readonly detail: string,
+    what?: string,
+    cause?: unknown,
+  ) {
+    super(kind, what ? `${what}: ${detail}` : detail, { cause });
+    this.name = 'DockerError';
+  }
+
+  /** The same failure, described as a step of `what` instead. */
+  within(what: string): DockerError {
+    return new DockerError(this.kind, this.detail, what, this.cause);
+  }
+}
+
+/** dockerd itself did not answer (socket missing, connection refused or reset): not a registry or a request problem. */
+export class DockerUnreachableError extends DockerError {
+  constructor(detail: string, what?: string, cause?: unknown) {
+    super('unavailable', detail, what, cause);
+    this.name = 'DockerUnreachableError';
+  }
+
+  within(what: string): DockerUnreachableError {
+    return new DockerUnreachableError(this.detail, what, this.cause);
+  }
+}
 
 /** Fields dockerode (docker-modem) puts on the errors it rejects with. */
 interface DockerErrorShape {
@@ -17,6 +51,7 @@ export function isDockerNotFound(err: unknown): boolean {
 
 /** True when the Docker daemon could not be reached at all. */
 export function isDockerUnreachable(err: unknown): boolean {
+  if (err instanceof DockerUnreachableError) return true;
   const code = (err as DockerErrorShape | null)?.code;
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EPIPE' || code === 'ECONNRESET' || code === 'EACCES' || code === 'ETIMEDOUT';
 }
@@ -35,14 +70,15 @@ export function dockerMessage(err: unknown): string {
  * `what` names the operation and object, e.g. `start container 3f2a...`.
  */
 export function fromDockerError(err: unknown, what?: string): DomainError {
+  // the engine's errors name their operation; a caller's `what` says more (which RPC, which pod)
+  if (err instanceof DockerError) return what ? err.within(what) : err;
   if (err instanceof DomainError) return err;
-  const prefix = what ? `${what}: ` : '';
   const e = err as DockerErrorShape | null;
   if (isDockerUnreachable(err)) {
-    return unavailable(`${prefix}docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`, err);
+    return new DockerUnreachableError(`docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`, what, err);
   }
-  if ((err as { name?: string } | null)?.name === 'AbortError') return cancelled(`${prefix}cancelled`, err);
-  const keep = (kind: DomainError['kind'], text = dockerMessage(err)): DomainError => new DomainError(kind, `${prefix}${text}`, { cause: err });
+  if ((err as { name?: string } | null)?.name === 'AbortError') return new DockerError('cancelled', 'cancelled', what, err);
+  const keep = (kind: ErrorKind, text = dockerMessage(err)): DomainError => new DockerError(kind, text, what, err);
   switch (e?.statusCode) {
     case 400:
       return keep('invalid-argument');

@@ -1,4 +1,4 @@
-import type { DockerApi } from './client';
+import type { DockerEngine } from './engine';
 import type { Logger } from '../logging/logger';
 import { rfc3339ToNanos } from '../time';
 
@@ -40,7 +40,7 @@ export interface FollowOptions {
  * stream breaks, e.g. across a dockerd restart.
  */
 export function followDockerEvents(
-  docker: DockerApi,
+  docker: DockerEngine,
   filters: EventFilters,
   onEvent: (ev: DockerEvent) => void,
   logger: Logger,
@@ -63,14 +63,14 @@ export function followDockerEvents(
       if (closed) return;
       if (!lastNano && typeof readAt === 'number') lastNano = floorNano = readAt;
       const since = lastNano ? String(Math.floor(lastNano / 1e9)) : undefined;
-      const stream = (await docker.getEvents({
-        since: since as unknown as number,
-        filters,
-      })) as NodeJS.ReadableStream & { destroy(): void };
+      const stream = await docker.events({ since, filters });
       const reconnect = subscribedOnce;
       subscribedOnce = true;
       current = stream;
-      if (closed) return stream.destroy();
+      if (closed) {
+        stream.destroy();
+        return;
+      }
       opts.onSubscribed?.(reconnect);
       let pending = '';
       stream.on('data', (chunk: Buffer) => {
@@ -157,7 +157,7 @@ export function createReplayFilter(): { fresh(ev: DockerEvent): boolean } {
  * The engine's clock in nanoseconds (from `docker info`), comparable with event
  * `timeNano` even when a remote engine's clock differs from ours.
  */
-export async function engineNowNano(docker: DockerApi): Promise<number> {
-  const info = (await docker.info()) as { SystemTime?: string };
+export async function engineNowNano(docker: DockerEngine): Promise<number> {
+  const info = await docker.info();
   return Number(rfc3339ToNanos(info.SystemTime)) || Date.now() * 1e6;
 }

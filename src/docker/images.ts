@@ -1,7 +1,7 @@
-import type { DockerApi } from './client';
+import type { DockerEngine } from './engine';
 import type { Logger } from '../logging/logger';
-import { DomainError, type ErrorKind } from '../errors';
-import { fromDockerError, isDockerNotFound, isDockerUnreachable } from './errors';
+import { DomainError, isNotFound, type ErrorKind } from '../errors';
+import { fromDockerError, isDockerUnreachable } from './errors';
 
 /** Docker registry credentials in the shape the Engine API takes (X-Registry-Auth). */
 export interface RegistryAuth {
@@ -158,70 +158,34 @@ export function pullErrorKind(msg: string, httpStatus?: number): ErrorKind {
 // Pull
 // ---------------------------------------------------------------------------
 
-/** One line of Docker's pull progress stream. */
-interface PullEvent {
-  status?: string;
-  id?: string;
-  error?: string;
-  errorDetail?: { message?: string };
-}
-
 /**
  * Pulls an image and waits for the pull to finish. Registry errors keep the registry's
- * message (including errors Docker reports inside the progress stream, which docker-modem's
- * followProgress does not treat as errors); `signal` aborts the HTTP call, which makes
- * dockerd cancel the pull. Throws DomainError.
+ * message (including errors Docker reports inside the progress stream); `signal` aborts
+ * the pull. Throws DomainError.
  */
 export async function pullImage(
-  docker: DockerApi,
+  docker: DockerEngine,
   ref: string,
   opts: { auth?: RegistryAuth; signal?: AbortSignal; logger: Logger },
 ): Promise<void> {
   const image = normalizeRef(ref);
-  const { signal, logger } = opts;
-  if (signal?.aborted) throw new DomainError('cancelled', `pull image ${image}: cancelled`);
+  const { logger } = opts;
   logger.info('pulling image', { image, registry: registryHost(image), withAuth: Boolean(opts.auth) });
   const started = Date.now();
-  const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => {
-    docker.pull(image, { authconfig: opts.auth, abortSignal: signal }, (err: unknown, s?: NodeJS.ReadableStream) =>
-      err || !s ? reject(err ?? new Error('docker returned no pull stream')) : resolve(s),
-    );
-  }).catch((err: unknown) => {
-    throw pullError(image, err);
-  });
-  let streamError: string | undefined;
   let lastStatus: string | undefined;
-  await new Promise<void>((resolve, reject) => {
-    const onAbort = (): void => {
-      (stream as unknown as { destroy?: () => void }).destroy?.();
-      reject(new DomainError('cancelled', `pull image ${image}: cancelled`));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    docker.modem.followProgress(
-      stream,
-      (err: Error | null) => {
-        signal?.removeEventListener('abort', onAbort);
-        if (signal?.aborted) return; // onAbort already rejected
-        if (err) reject(pullError(image, err));
-        else if (streamError !== undefined) reject(pullError(image, new Error(streamError)));
-        else resolve();
-      },
-      (evt: PullEvent) => {
-        if (evt.error || evt.errorDetail) streamError = evt.errorDetail?.message || evt.error || 'unknown error';
-        else if (evt.status && !evt.id) lastStatus = evt.status;
-      },
-    );
+  await docker.pullImage(image, { auth: opts.auth, signal: opts.signal }, (evt) => {
+    if (evt.status && !evt.id && !evt.error) lastStatus = evt.status;
   });
   logger.info('image pull finished', { image, status: lastStatus, durationMs: Date.now() - started });
 }
 
 /** Makes sure an image is present, pulling it when absent. */
-export async function ensureImage(docker: DockerApi, ref: string, opts: { signal?: AbortSignal; logger: Logger }): Promise<void> {
+export async function ensureImage(docker: DockerEngine, ref: string, opts: { signal?: AbortSignal; logger: Logger }): Promise<void> {
   try {
-    await docker.getImage(ref).inspect();
+    await docker.inspectImage(ref);
     return;
   } catch (err) {
-    if (!isDockerNotFound(err)) throw fromDockerError(err, `inspect image ${ref}`);
+    if (!isNotFound(err)) throw err;
   }
   await pullImage(docker, ref, opts);
 }

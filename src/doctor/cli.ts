@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { buildCli, parseConfig } from '../config';
-import { connectDocker } from '../docker/client';
+import { connectEngine } from '../docker/connect';
 import { createEngineInfo } from '../docker/engine-info';
 import { createLogger } from '../logging/logger';
 import { hostProbes } from './probes';
@@ -18,11 +18,11 @@ export async function runDoctorCli(argv: string[], out: NodeJS.WritableStream = 
   const config = parseConfig(argv, cli);
   const output = cli.opts<{ output: 'text' | 'json' }>().output;
   const quiet = createLogger('error', 'text');
-  const client = await connectDocker({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }, quiet);
-  const engineInfo = createEngineInfo(client.api, quiet, 60_000);
+  const { engine: docker } = await connectEngine({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }, quiet);
+  const engineInfo = createEngineInfo(docker, quiet, 60_000);
   try {
     const engine = await engineInfo.refresh({ force: true });
-    const results = await runChecks({ config, engine, probes: hostProbes(client.api, quiet) });
+    const results = await runChecks({ config, engine, probes: hostProbes(docker, quiet) });
     out.write(output === 'json' ? formatJson(results) : formatText(results));
     return exitCode(results);
   } finally {

@@ -1,6 +1,6 @@
 import { accessSync, constants, promises as fsp } from 'fs';
 import * as path from 'path';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import { lowestOomScoreAdj } from '../docker/oom-score';
 import { createLogger, type Logger } from '../logging/logger';
 import { probeConfDirSync } from '../network/cni-config';
@@ -60,13 +60,13 @@ async function dockerdCapBnd(proc = '/proc'): Promise<bigint[]> {
 }
 
 /** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */
-export function hostProbes(docker: DockerApi, logger: Logger = createLogger('error', 'text')): HostProbes {
+export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('error', 'text')): HostProbes {
   return {
-    imagePresent: (ref) => docker.getImage(ref).inspect().then(() => true, () => false),
+    imagePresent: (ref) => docker.inspectImage(ref).then(() => true, () => false),
     registryError: async (ref) => {
       try {
         // GET /distribution/<ref>/json: Docker resolves the manifest in the registry without pulling
-        await docker.getImage(ref).distribution();
+        await docker.imageDistribution(ref);
         return undefined;
       } catch (err) {
         return (err as Error).message;

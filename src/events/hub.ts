@@ -155,7 +155,7 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
   const members = await sandboxMembers(deps, sandboxId).catch(() => []);
   const statuses = await Promise.all(
     members.map((m) =>
-      (deps.state ? deps.state.get(m.Id) : deps.docker.getContainer(m.Id).inspect())
+      (deps.state ? deps.state.get(m.Id) : deps.docker.findContainer(m.Id))
         .then((info) => (info ? statusFromInspect(info) : undefined))
         .catch(() => undefined),
     ),
@@ -216,7 +216,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   /** Lists our containers before each subscription; after a reconnect, emits what changed unseen. */
   const resync = async (reconnect: boolean): Promise<number> => {
     const from = await engineNowNano(deps.docker);
-    const listed = await deps.docker.listContainers({ all: true, filters: { label: [TYPE_LABEL] } });
+    const listed = await deps.docker.listContainers({ label: [TYPE_LABEL] });
     const to = await engineNowNano(deps.docker);
     const next = snapshotOf(listed);
     const missed = reconnect && snapshot ? diffSnapshots(snapshot, next) : [];

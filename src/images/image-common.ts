@@ -1,7 +1,6 @@
 import type * as Docker from '../docker/types';
 import { familiarRef, isImageRef, parseRef } from '../docker/images';
-import { invalidArgument } from '../errors';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
+import { invalidArgument, isNotFound } from '../errors';
 import type { ImageRes } from '../server/rpc';
 import type { ServiceDeps } from '../rpc/deps';
 
@@ -53,10 +52,10 @@ export function toCriImage(img: DockerImageLike, isPinned: (img: DockerImageLike
 /** Inspect by id, id prefix, tag or digest reference; undefined when Docker has no such image. */
 export async function inspectImage(deps: Pick<ServiceDeps, 'docker'>, ref: string): Promise<Docker.ImageInspectInfo | undefined> {
   try {
-    return await deps.docker.getImage(ref).inspect();
+    return await deps.docker.inspectImage(ref);
   } catch (err) {
-    if (isDockerNotFound(err)) return undefined;
-    throw fromDockerError(err, `inspect image ${ref}`);
+    if (isNotFound(err)) return undefined;
+    throw err;
   }
 }
 

@@ -1,14 +1,16 @@
-import type { DockerApi } from '../docker/client';
+import { FrameParser } from '../docker/demux';
+import type { DockerEngine } from '../docker/engine';
 import { CriLogFile, lastEntries } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
-import { isDockerNotFound, isDockerUnreachable } from '../docker/errors';
+import { isDockerUnreachable } from '../docker/errors';
+import { isNotFound } from '../errors';
 import { rfc3339ToNanos } from '../time';
 import type { Follower } from './follower';
-import { DOCKER_TIMESTAMP, FrameParser, splitRecord, TtyRecordParser, type RecordHandler } from './docker-frames';
+import { DOCKER_TIMESTAMP, splitRecord, TtyRecordParser, type RecordHandler } from './docker-frames';
 
 /** What the logs-API copy needs from its log manager. */
 export interface ApiCopyEnv {
-  docker: DockerApi;
+  docker: DockerEngine;
   /** First and longest wait between attempts while Docker is unreachable. */
   retryMinMs: number;
   retryMaxMs: number;
@@ -54,7 +56,6 @@ class ResumePoint {
   }
 }
 
-type LogsStream = NodeJS.ReadableStream & { destroy(): void };
 
 /** The logs-API copy (remote Docker, or a json-file not readable here). */
 export function copyThroughApi(env: ApiCopyEnv, containerId: string, logPath: string, tty: boolean, log: Logger, f: Follower): Promise<void> {
@@ -91,21 +92,21 @@ export function copyThroughApi(env: ApiCopyEnv, containerId: string, logPath: st
     if (tty) return new TtyRecordParser(onRecordCounted);
     const frames = new FrameParser((s, payload) => {
       const rec = splitRecord(payload);
-      if (rec) onRecordCounted(s, rec.timestamp, rec.message);
+      if (rec) onRecordCounted(s === 'stderr' ? 'stderr' : 'stdout', rec.timestamp, rec.message);
     });
     return { push: (chunk) => frames.push(chunk), end: () => undefined };
   };
 
   /** Both streams with timestamps, from where the file ends (Docker's `since` takes seconds.nanos as a string). */
-  const fromResumePoint = (): { stdout: true; stderr: true; timestamps: true; since?: number } => {
+  const fromResumePoint = (): { timestamps: true; since?: string } => {
     const since = resume.begin();
-    return { stdout: true, stderr: true, timestamps: true, ...(since ? { since: since as unknown as number } : {}) };
+    return { timestamps: true, ...(since ? { since } : {}) };
   };
 
   /** One logs request, followed until Docker ends it; resolves with the number of records seen. */
   const copyPass = async (): Promise<number> => {
     f.kicked = false;
-    const stream = (await env.docker.getContainer(containerId).logs({ ...fromResumePoint(), follow: true })) as unknown as LogsStream;
+    const stream = await env.docker.followContainerLogs(containerId, fromResumePoint());
     let records = 0;
     const parser = recordParser((s, ts, msg) => {
       records += 1;
@@ -134,9 +135,9 @@ export function copyThroughApi(env: ApiCopyEnv, containerId: string, logPath: st
    * resume point skips what was already written.
    */
   const finalPass = async (): Promise<void> => {
-    const all = (await env.docker.getContainer(containerId).logs({ ...fromResumePoint(), follow: false })) as Buffer;
+    const all = await env.docker.containerLogs(containerId, fromResumePoint());
     const parser = recordParser(onRecord);
-    parser.push(Buffer.isBuffer(all) ? all : Buffer.from(all));
+    parser.push(all);
     parser.end();
   };
 
@@ -163,7 +164,7 @@ export function copyThroughApi(env: ApiCopyEnv, containerId: string, logPath: st
       try {
         const records = pending ? await copyPass() : 0;
         pending = false;
-        const info = await env.docker.getContainer(containerId).inspect();
+        const info = await env.docker.inspectContainer(containerId);
         if (outage) log.info('docker is reachable again; container log copy resumed');
         outage = false;
         if (!info.State.Running && !f.kicked) {
@@ -175,7 +176,7 @@ export function copyThroughApi(env: ApiCopyEnv, containerId: string, logPath: st
         if (records > 0 || f.kicked) delay = env.retryMinMs;
         else await backoff();
       } catch (err) {
-        if (f.stopped || isDockerNotFound(err)) break;
+        if (f.stopped || isNotFound(err)) break;
         if (!isDockerUnreachable(err)) {
           log.warn('cannot read container logs from docker', { error: (err as Error).message });
           break;

@@ -11,22 +11,6 @@ export const DOCKER_PARTIAL_BYTES = 16 * 1024;
 /** One json-file record as the logs API replays it with timestamps=true. */
 export type RecordHandler = (stream: LogStream, timestamp: string, message: Buffer) => void;
 
-/** Incremental parser of Docker's multiplexed stream: 8-byte header (stream, size) + payload. */
-export class FrameParser {
-  private buf: Buffer = Buffer.alloc(0);
-  constructor(private readonly onFrame: (stream: LogStream, payload: Buffer) => void) {}
-  push(chunk: Buffer): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    while (this.buf.length >= 8) {
-      const size = this.buf.readUInt32BE(4);
-      if (this.buf.length < 8 + size) break;
-      const stream: LogStream = this.buf[0] === 2 ? 'stderr' : 'stdout';
-      this.onFrame(stream, this.buf.subarray(8, 8 + size));
-      this.buf = this.buf.subarray(8 + size);
-    }
-  }
-}
-
 /** Splits one frame's "<timestamp> <message>" (a whole record: Docker writes one frame per record). */
 export function splitRecord(payload: Buffer): { timestamp: string; message: Buffer } | undefined {
   const sp = payload.indexOf(0x20);

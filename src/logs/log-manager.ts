@@ -1,5 +1,5 @@
 import { accessSync, closeSync, constants as fsConstants, lstatSync, readFileSync } from 'fs';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import { CriLogFile, lastEntries, truncateToMark } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
 import { openLogForAppend } from '../logging/safe-path';
@@ -7,7 +7,7 @@ import { shortId } from '../logging/logger';
 import { startJsonFileCopy } from './json-file-copy';
 import type { RecordFilter } from './json-file-records';
 import type { LogPositionStore } from './log-positions';
-import { isDockerNotFound } from '../docker/errors';
+import { isNotFound } from '../errors';
 import type { Follower } from './follower';
 import { copyThroughApi, type ApiCopyEnv } from './api-copy';
 
@@ -81,7 +81,7 @@ export function skipUpTo(last: { timestamp: string; count: number } | undefined)
   };
 }
 
-export function createLogManager(docker: DockerApi, logger: Logger, opts: LogManagerOptions = {}): LogManager {
+export function createLogManager(docker: DockerEngine, logger: Logger, opts: LogManagerOptions = {}): LogManager {
   const followers = new Map<string, Follower>();
   const retryMinMs = opts.retryMinMs ?? 1000;
   const retryMaxMs = opts.retryMaxMs ?? 30_000;
@@ -100,7 +100,7 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
   const localJsonFile = async (containerId: string, log: Logger): Promise<string | undefined> => {
     let why: string;
     try {
-      const info = await docker.getContainer(containerId).inspect();
+      const info = await docker.inspectContainer(containerId);
       const logConfig = info.HostConfig?.LogConfig;
       if (!info.LogPath) why = 'docker reports no json-file for it';
       else if (logConfig?.Type !== 'json-file') why = `its log driver is ${logConfig?.Type ?? 'unknown'}`;
@@ -140,12 +140,12 @@ export function createLogManager(docker: DockerApi, logger: Logger, opts: LogMan
     const isRunning = async (): Promise<boolean | undefined> => {
       if (main && processStart(main.pid) === main.started) return true;
       try {
-        const state = (await docker.getContainer(containerId).inspect()).State;
+        const state = (await docker.inspectContainer(containerId)).State;
         const started = state.Running && state.Pid > 0 ? processStart(state.Pid) : undefined;
         main = started ? { pid: state.Pid, started } : undefined;
         return state.Running;
       } catch (err) {
-        return isDockerNotFound(err) ? false : undefined;
+        return isNotFound(err) ? false : undefined;
       }
     };
     for (let first = true; ; first = false) {

@@ -32,7 +32,7 @@ export async function reconcile(deps: ServiceDeps, logger: Logger, opts: Reconci
   const log = logger.child({ component: 'recovery' });
   let sandboxes: Docker.ContainerInfo[];
   try {
-    sandboxes = await deps.docker.listContainers({ all: true, filters: { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] } });
+    sandboxes = await deps.docker.listContainers({ label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] });
   } catch (err) {
     log.warn('docker unreachable: reconciliation skipped until it is back', { error: (err as Error).message });
     return false;
@@ -161,7 +161,7 @@ export function startNetworkJanitor(deps: ServiceDeps, logger: Logger, intervalM
     void (async () => {
       const checkpoints = new Set(await deps.checkpoints.list());
       // Docker down: we cannot tell what exists, so this round releases nothing
-      const listed = await deps.docker.listContainers({ all: true, filters: { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] } }).catch(() => undefined);
+      const listed = await deps.docker.listContainers({ label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] }).catch(() => undefined);
       if (!listed) return;
       const containers = new Set(listed.map((c) => c.Id));
       await releaseOrphanNetworks(deps, log, (id) => checkpoints.has(id) || containers.has(id), retries);

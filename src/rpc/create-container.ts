@@ -1,4 +1,3 @@
-import type * as Docker from '../docker/types';
 import { crashPoint } from '../crash-points';
 import { failedPrecondition, invalidArgument, notFound } from '../errors';
 import { fromDockerError } from '../docker/errors';
@@ -23,7 +22,7 @@ import {
   TYPE_LABEL,
 } from '../labels';
 import { containerName } from '../cri/naming';
-import { createNamed } from '../container/create-named';
+import { reclaimOwnLeftover } from '../container/create-named';
 import { findSandbox, recordMetadata } from '../sandbox/lookup';
 import { checkEnums } from '../cri/enums';
 import { nowNanos } from '../time';
@@ -79,17 +78,18 @@ export function createContainer(deps: ServiceDeps) {
       identity,
     );
     const dockerName = containerName(name, attempt, pod);
-    const create = (n: string): Promise<Docker.Container> =>
-      deps.docker.createContainer({ ...spec, name: n, Labels: { ...spec.Labels, ...labels }, abortSignal: ctx.signal });
-    let container: Docker.Container;
+    let id: string;
     try {
-      container = await createNamed(deps, ctx, dockerName, { sandboxId: sandbox.id, name, attempt }, create);
+      id = await deps.docker.createContainer(
+        { ...spec, name: dockerName, Labels: { ...spec.Labels, ...labels } },
+        { signal: ctx.signal, onConflict: reclaimOwnLeftover(deps, ctx, { sandboxId: sandbox.id, name, attempt }) },
+      );
     } catch (err) {
       throw fromDockerError(err, `CreateContainer ${name} in pod sandbox ${sandbox.id}`);
     }
     crashPoint('container:after-create');
-    ctx.annotate({ containerId: container.id });
+    ctx.annotate({ containerId: id });
     ctx.log.info('container created', { image: config.image.image });
-    return { container_id: container.id };
+    return { container_id: id };
   };
 }

@@ -1,6 +1,6 @@
 import type { Config } from '../config';
 import type { CheckpointStore } from '../checkpoint/store';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import type { CapabilityGrant } from '../docker/capabilities';
 import type { EngineInfo } from '../docker/engine-info';
 import type { Logger } from '../logging/logger';
@@ -10,7 +10,7 @@ import type { StreamingServer } from '../streaming/server';
 
 /** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
 export interface ServiceDeps {
-  docker: DockerApi;
+  docker: DockerEngine;
   config: Config;
   network: NetworkPlugin;
   checkpoints: CheckpointStore;
@@ -33,7 +33,7 @@ export interface ServiceDeps {
 
 /** What ExecSync, Exec, Attach and PortForward need (the e2e tests build it without the rest). */
 export interface ExecDeps {
-  docker: DockerApi;
+  docker: DockerEngine;
   streaming: StreamingServer;
   logger: Logger;
 }

@@ -2,7 +2,8 @@ import { DomainError, invalidArgument } from '../errors';
 import { fromDockerError } from '../docker/errors';
 import { MAX_MESSAGE_BYTES } from '../server/proto';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import { killExec, startDockerExec, waitExecExit } from '../streaming/docker-exec';
+import { demuxInto } from '../docker/demux';
+import { killExecProcess, startExec, waitForExit } from '../streaming/docker-exec';
 import { checkId } from '../cri/validation';
 import type { ExecDeps } from './deps';
 import { mustFindRunningContainer } from '../container/lookup';
@@ -35,16 +36,16 @@ export function execSync(deps: ExecDeps) {
     const containerId = info.Id;
     let started;
     try {
-      started = await startDockerExec(deps.docker, containerId, { cmd: req.cmd, tty: false, stdin: false, stdout: true, stderr: true }, ctx.signal);
+      started = await startExec(deps.docker, containerId, { cmd: req.cmd, tty: false, stdin: false, stdout: true, stderr: true }, ctx.signal);
     } catch (err) {
       throw fromDockerError(err, `exec in container ${containerId}`);
     }
-    const { exec, stream } = started;
+    const { execId, stream } = started;
     const budget = { left: EXEC_SYNC_OUTPUT_LIMIT };
     const stdout = cappedSink(budget);
     const stderr = cappedSink(budget);
     const ended = new Promise<'done'>((resolve) => {
-      deps.docker.modem.demuxStream(stream, stdout.sink, stderr.sink);
+      demuxInto(stream, stdout.sink, stderr.sink);
       stream.once('end', () => resolve('done'));
       stream.once('close', () => resolve('done'));
       stream.once('error', () => resolve('done'));
@@ -62,7 +63,7 @@ export function execSync(deps: ExecDeps) {
     if (onAbort) ctx.signal.removeEventListener('abort', onAbort);
     if (outcome !== 'done') {
       // Docker cannot stop an exec; without this the process runs on after we give up
-      await killExec(exec, ctx.log);
+      await killExecProcess(deps.docker, execId, ctx.log);
       stream.destroy();
       const what = `exec ${JSON.stringify(req.cmd.join(' ').slice(0, 100))} in container ${containerId}`;
       if (outcome === 'timeout') throw new DomainError('deadline-exceeded', `${what} timed out after ${timeoutSec}s; the process was killed`);
@@ -70,7 +71,7 @@ export function execSync(deps: ExecDeps) {
     }
     let exitCode: number;
     try {
-      exitCode = await waitExecExit(exec);
+      exitCode = await waitForExit(deps.docker, execId);
     } catch (err) {
       throw fromDockerError(err, `inspect exec in container ${containerId}`);
     }

@@ -46,8 +46,7 @@ export async function layerStoreBytes(root: string): Promise<number | undefined>
 }
 
 async function dfLayersBytes(deps: ServiceDeps): Promise<number> {
-  const d = (await deps.docker.df()) as { LayersSize?: number };
-  return d.LayersSize ?? 0;
+  return (await deps.docker.imageLayersSize()) ?? 0;
 }
 
 /**

@@ -1,6 +1,4 @@
-import type * as Docker from '../docker/types';
 import { failedPrecondition, invalidArgument, notFound } from '../errors';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { checkId } from '../cri/validation';
@@ -12,15 +10,9 @@ export function portForwardRpc(deps: ExecDeps) {
     for (const p of req.port ?? []) {
       if (!Number.isInteger(p) || p < 1 || p > 65535) throw invalidArgument(`invalid port ${p}`);
     }
-    let info: Docker.ContainerInspectInfo;
-    try {
-      info = await deps.docker.getContainer(id).inspect();
-    } catch (err) {
-      if (isDockerNotFound(err)) throw notFound(`pod sandbox ${id}`);
-      throw fromDockerError(err, `inspect pod sandbox ${id}`);
-    }
+    const info = await deps.docker.findContainer(id);
     // a container id (or any other Docker container) is not a pod: forwarding into it would bypass the pod's identity
-    if (info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);
+    if (!info || info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: info.Id });
     if (!info.State.Running) throw failedPrecondition(`pod sandbox ${info.Id} is not running`);
     return { url: deps.streaming.issueUrl({ kind: 'portforward', podSandboxId: info.Id, ports: req.port ?? [] }) };

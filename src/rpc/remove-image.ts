@@ -1,5 +1,5 @@
 import { isImageIdLike } from '../docker/images';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
+import { isNotFound } from '../errors';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { inspectImage, requireImageRef } from '../images/image-common';
@@ -26,7 +26,7 @@ export function removeImageRpc(deps: ServiceDeps) {
     }
     const byId = refersToId(ref, info.Id);
     try {
-      const removed = (await deps.docker.getImage(byId ? info.Id : ref).remove({ force: byId })) as Array<{ Untagged?: string; Deleted?: string }>;
+      const removed = await deps.docker.removeImage(byId ? info.Id : ref, { force: byId });
       ctx.log.info('image removed', {
         image: ref,
         imageId: info.Id,
@@ -35,8 +35,8 @@ export function removeImageRpc(deps: ServiceDeps) {
         deleted: (removed ?? []).some((r) => r.Deleted === info.Id),
       });
     } catch (err) {
-      if (isDockerNotFound(err)) return {}; // removed meanwhile
-      throw fromDockerError(err, `remove image ${ref}`);
+      if (isNotFound(err)) return {}; // removed meanwhile
+      throw err;
     }
     return {};
   };

@@ -2,8 +2,8 @@ import type * as Docker from '../docker/types';
 import { crashPoint } from '../crash-points';
 import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
-import { DomainError, invalidArgument } from '../errors';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
+import { DomainError, invalidArgument, isNotFound } from '../errors';
+import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../sandbox/pause-container';
@@ -88,23 +88,17 @@ async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<
   return handler;
 }
 
-async function createPauseContainer(
-  deps: ServiceDeps,
-  ctx: CallContext,
-  opts: Docker.ContainerCreateOptions,
-): Promise<Docker.Container> {
+async function createPauseContainer(deps: ServiceDeps, ctx: CallContext, opts: Docker.ContainerCreateOptions): Promise<string> {
   // No abort signal: a create cancelled in flight may still happen in Docker, and then we
   // would not know the id to roll back. Cancellation is checked once the id is known.
-  try {
-    return await deps.docker.createContainer({ ...opts });
-  } catch (err) {
+  return deps.docker.createContainer(opts, {
     // a leftover with the same name (e.g. from a crash): take a fresh name, as dockershim does
-    if ((err as { statusCode?: number }).statusCode === 409 && opts.name) {
-      ctx.log.warn('sandbox name taken; retrying with a random suffix', { name: opts.name });
-      return await deps.docker.createContainer({ ...opts, name: withRandomSuffix(opts.name) });
-    }
-    throw err;
-  }
+    onConflict: {
+      kind: 'suffix',
+      rename: withRandomSuffix,
+      onRetry: () => ctx.log.warn('sandbox name taken; retrying with a random suffix', { name: opts.name }),
+    },
+  });
 }
 
 export function runPodSandbox(deps: ServiceDeps) {
@@ -158,11 +152,11 @@ export function runPodSandbox(deps: ServiceDeps) {
     }
 
     // (b) the pause container
-    const container = await step('create pause container', async () => {
+    const id = await step('create pause container', async () => {
       try {
         return await createPauseContainer(deps, ctx, createOpts);
       } catch (err) {
-        if (!isDockerNotFound(err)) throw err;
+        if (!isNotFound(err)) throw err;
         // the image went away since we last looked: pull it again
         sandboxImageSeen.delete(image);
         await ensure();
@@ -170,9 +164,8 @@ export function runPodSandbox(deps: ServiceDeps) {
         return createPauseContainer(deps, ctx, createOpts);
       }
     });
-    const id = container.id;
     ctx.annotate({ podSandboxId: id });
-    rollback.add(`remove pause container ${id}`, () => container.remove({ force: true, v: true }));
+    rollback.add(`remove pause container ${id}`, () => deps.docker.removeContainer(id, { force: true, volumes: true }));
     // from here on every step is undone if the client gave up: the undo runs without its signal
     const checkCancelled = (): Promise<void> => (ctx.signal.aborted ? Promise.reject(new DomainError('cancelled', 'cancelled by the client')) : Promise.resolve());
     await step('after create', checkCancelled);
@@ -201,13 +194,13 @@ export function runPodSandbox(deps: ServiceDeps) {
 
     // (d) start it
     // no signal either: a start aborted in flight races the rollback's remove in Docker
-    await step('start pause container', () => container.start());
+    await step('start pause container', () => deps.docker.startContainer(id));
     await step('after start', checkCancelled);
     crashPoint('sandbox:after-start');
     // (e) pod networking, and DNS: both need the running container's details
     const dns = config.dns_config;
     const needsDns = Boolean(dns && (dns.servers.length || dns.searches.length || dns.options.length));
-    const info = !hostNetwork || needsDns ? await step('inspect pause container', () => container.inspect()) : undefined;
+    const info = !hostNetwork || needsDns ? await step('inspect pause container', () => deps.docker.inspectContainer(id)) : undefined;
     if (info && needsDns) await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, dns));
     if (info && !hostNetwork) {
       const pid = info.State.Pid;

@@ -14,12 +14,11 @@ import { checkId } from '../cri/validation';
  * When that fails the container is killed: it must not run without the limits it asked for.
  */
 async function applyRecordedHugepages(deps: ServiceDeps, id: string, limits: HugepageLimit[], ctx: CallContext, hugetlb: HugetlbCgroup): Promise<void> {
-  const container = deps.docker.getContainer(id);
   try {
-    const pid = (await container.inspect()).State.Pid;
+    const pid = (await deps.docker.inspectContainer(id)).State.Pid;
     if (pid) await hugetlb.apply(pid, id, limits, ctx.log);
   } catch (err) {
-    await container.kill().catch(() => undefined);
+    await deps.docker.killContainer(id).catch(() => undefined);
     ctx.log.error('hugepage limits could not be applied; container killed', { error: (err as Error).message });
     throw fromDockerError(err, `StartContainer ${id}`);
   }
@@ -32,12 +31,12 @@ export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: Hug
     ctx.annotate({ containerId: info.Id, podSandboxId: info.Config.Labels[SANDBOX_ID_LABEL] ?? '' });
     const sandboxId = info.Config.Labels[SANDBOX_ID_LABEL];
     if (sandboxId) {
-      const sandbox = await deps.docker.getContainer(sandboxId).inspect().catch(() => undefined);
+      const sandbox = await deps.docker.findContainer(sandboxId).catch(() => undefined);
       if (!sandbox?.State.Running) throw failedPrecondition(`pod sandbox ${sandboxId} of container ${info.Id} is not ready`);
     }
     if (info.State.Running) throw failedPrecondition(`container ${info.Id} is already running`);
     try {
-      await deps.docker.getContainer(info.Id).start({ abortSignal: ctx.signal });
+      await deps.docker.startContainer(info.Id, { signal: ctx.signal });
     } catch (err) {
       throw fromDockerError(err, `StartContainer ${info.Id}`);
     }

@@ -39,7 +39,7 @@ async function pauseContainers(deps: ServiceDeps, idPrefix: string): Promise<Lis
   }
   const dockerFilters: Record<string, string[]> = { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] };
   if (idPrefix) dockerFilters.id = [idPrefix];
-  return deps.docker.listContainers({ all: true, filters: dockerFilters });
+  return deps.docker.listContainers(dockerFilters);
 }
 
 /** Every sandbox: its pause container, plus checkpoints whose pause container is gone (NOTREADY). */

@@ -1,6 +1,5 @@
 import type * as Docker from '../docker/types';
 import type { SandboxCheckpoint } from '../checkpoint/store';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import type { ServiceDeps } from '../rpc/deps';
 import { ATTEMPT_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { parseName } from '../cri/naming';
@@ -38,12 +37,7 @@ export function isSandboxContainer(labels: Record<string, string> | undefined): 
 
 /** Resolves a sandbox id (or unique prefix) through Docker, then the checkpoints; undefined when unknown. */
 export async function findSandbox(deps: ServiceDeps, idOrPrefix: string): Promise<SandboxRecord | undefined> {
-  let container: Docker.ContainerInspectInfo | undefined;
-  try {
-    container = deps.state ? await deps.state.get(idOrPrefix) : await deps.docker.getContainer(idOrPrefix).inspect();
-  } catch (err) {
-    if (!isDockerNotFound(err)) throw fromDockerError(err, `inspect pod sandbox ${idOrPrefix}`);
-  }
+  const container: Docker.ContainerInspectInfo | undefined = deps.state ? await deps.state.get(idOrPrefix) : await deps.docker.findContainer(idOrPrefix);
   if (container) {
     if (!isSandboxContainer(container.Config.Labels)) return undefined;
     return { id: container.Id, container, checkpoint: await deps.checkpoints.read(container.Id) };

@@ -1,8 +1,7 @@
 import type * as Docker from '../docker/types';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
-import { fromDockerError, isDockerNotFound } from '../docker/errors';
 import { TYPE_LABEL } from '../labels';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
@@ -54,7 +53,7 @@ const CHANGING_EVENTS = new Set(['create', 'start', 'restart', 'die', 'destroy',
 const isOurs = (info: ContainerInfo): boolean => info.Config?.Labels?.[TYPE_LABEL] !== undefined;
 const FULL_ID = /^[0-9a-f]{64}$/;
 
-export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreOptions = {}): StateStore {
+export function createStateStore(docker: DockerEngine, logger: Logger, opts: StoreOptions = {}): StateStore {
   const entries = new Map<string, Entry>();
   /** Lookups of refs that are not a known id (a name, an unknown prefix) still in flight. */
   const pending = new Set<Promise<void>>();
@@ -77,12 +76,10 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
         const gen = e.gen;
         let info: ContainerInfo | undefined;
         try {
-          info = await docker.getContainer(id).inspect();
+          info = await docker.findContainer(id);
         } catch (err) {
-          if (!isDockerNotFound(err)) {
-            e.error = fromDockerError(err, `inspect container ${id}`);
-            return;
-          }
+          e.error = err as Error;
+          return;
         }
         // invalidated again while Docker answered: that answer may predate the change
         if (e.gen !== gen) continue;
@@ -124,21 +121,12 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
 
   /** Asks Docker about a ref the view cannot resolve, and tracks the container if it is ours. */
   const lookUp = (ref: string): Promise<ContainerInfo | undefined> => {
-    const p = docker
-      .getContainer(ref)
-      .inspect()
-      .then(
-        (info) => {
-          if (isOurs(info) && !entries.has(info.Id)) {
-            entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1 });
-          }
-          return info;
-        },
-        (err: unknown) => {
-          if (isDockerNotFound(err)) return undefined;
-          throw fromDockerError(err, `inspect container ${ref}`);
-        },
-      );
+    const p = docker.findContainer(ref).then((info) => {
+      if (info && isOurs(info) && !entries.has(info.Id)) {
+        entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1 });
+      }
+      return info;
+    });
     const tracked = p.then(
       () => undefined,
       () => undefined,
@@ -163,9 +151,7 @@ export function createStateStore(docker: DockerApi, logger: Logger, opts: StoreO
     if (syncing) return syncing;
     const startEpoch = epoch;
     syncing = (async () => {
-      const listed = await docker.listContainers({ all: true, filters: { label: [TYPE_LABEL] } }).catch((err: unknown) => {
-        throw fromDockerError(err, 'list containers to synchronise the state view');
-      });
+      const listed = await docker.listContainers({ label: [TYPE_LABEL] });
       const seen = new Set<string>();
       let changed = 0;
       for (const c of listed) {

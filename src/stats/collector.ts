@@ -1,4 +1,4 @@
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import { log, type Logger } from '../logging/logger';
 import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
@@ -51,7 +51,7 @@ export interface CollectorOptions {
  * within a stats round (recent.ts), the second look at new containers (settle.ts),
  * pod totals (pod-usage.ts); and it forgets what belongs to containers that are gone.
  */
-export function createStatsCollector(docker: DockerApi, logger: Logger = log(), opts: CollectorOptions = {}): StatsCollector {
+export function createStatsCollector(docker: DockerEngine, logger: Logger = log(), opts: CollectorOptions = {}): StatsCollector {
   const proc = opts.procRoot ?? '/proc';
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;

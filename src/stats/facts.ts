@@ -1,7 +1,7 @@
 import type * as Docker from '../docker/types';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
-import { isDockerNotFound } from '../docker/errors';
+import { isNotFound } from '../errors';
 import { readProcCgroup, type CgroupPaths } from './cgroup-path';
 
 /** What stats need about a container beyond Docker's list answer; learnt from one inspect, then cached. */
@@ -34,7 +34,7 @@ export interface FactsCache {
   forget(keep: (id: string) => boolean): void;
 }
 
-export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/proc', view?: CurrentInspects): FactsCache {
+export function createFactsCache(docker: DockerEngine, logger: Logger, proc = '/proc', view?: CurrentInspects): FactsCache {
   if (view) return createViewFacts(view, logger, proc);
   const cache = new Map<string, ContainerFacts>();
   const inFlight = new Map<string, Promise<ContainerFacts | undefined>>();
@@ -45,10 +45,10 @@ export function createFactsCache(docker: DockerApi, logger: Logger, proc = '/pro
   const learn = async (id: string): Promise<ContainerFacts | undefined> => {
     let info: Docker.ContainerInspectInfo;
     try {
-      info = await docker.getContainer(id).inspect();
+      info = await docker.inspectContainer(id);
     } catch (err) {
       logger.debug('stats: cannot inspect container', { containerId: id, error: (err as Error).message });
-      if (isDockerNotFound(err)) gone.set(id, Date.now());
+      if (isNotFound(err)) gone.set(id, Date.now());
       cache.delete(id);
       return undefined;
     }

@@ -1,3 +1,4 @@
+import { demuxFrames } from '../docker/demux';
 import type { Readable, Writable } from 'stream';
 
 /** Writes and waits for 'drain' when the destination buffers too much, so a slow client slows the exec down instead of filling our memory. */
@@ -18,23 +19,13 @@ export function writeWithBackpressure(dst: Writable, chunk: Buffer): Promise<voi
 }
 
 /**
- * Copies Docker's multiplexed attach/exec stream (8-byte headers: stream type,
- * 3 zero bytes, big-endian length) to stdout/stderr with backpressure.
+ * Copies Docker's multiplexed attach/exec stream to stdout/stderr with backpressure.
  * A null destination discards its stream. Resolves when the source ends.
  */
 export async function copyDemuxed(src: Readable, stdout: Writable | null, stderr: Writable | null): Promise<void> {
-  let pending: Buffer = Buffer.alloc(0);
-  for await (const piece of src) {
-    pending = pending.length ? Buffer.concat([pending, piece as Buffer]) : (piece as Buffer<ArrayBufferLike>);
-    while (pending.length >= 8) {
-      const len = pending.readUInt32BE(4);
-      if (pending.length < 8 + len) break;
-      const kind = pending[0];
-      const payload = pending.subarray(8, 8 + len);
-      pending = pending.subarray(8 + len);
-      const dst = kind === 2 ? stderr : kind === 1 ? stdout : null;
-      if (dst && payload.length) await writeWithBackpressure(dst, payload);
-    }
+  for await (const { stream, payload } of demuxFrames(src)) {
+    const dst = stream === 'stderr' ? stderr : stream === 'stdout' ? stdout : null;
+    if (dst && payload.length) await writeWithBackpressure(dst, payload);
   }
 }
 

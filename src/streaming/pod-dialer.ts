@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { relayInvocation } from './relay';
 
@@ -113,8 +113,8 @@ function netnsDialer(netnsPid: number, podSandboxId: string, log: Logger): PodDi
  * pods are reached on the host's loopback, others through a relay in
  * /proc/<pause pid>/ns/net.
  */
-export async function podDialer(docker: DockerApi, podSandboxId: string, log: Logger): Promise<PodDialer> {
-  const info = await docker.getContainer(podSandboxId).inspect();
+export async function podDialer(docker: DockerEngine, podSandboxId: string, log: Logger): Promise<PodDialer> {
+  const info = await docker.inspectContainer(podSandboxId);
   if (!info.State.Running || !info.State.Pid) throw new Error(`pod sandbox ${podSandboxId} is not running`);
   if (info.HostConfig.NetworkMode === 'host') return directDialer();
   return netnsDialer(info.State.Pid, podSandboxId, log);

@@ -2,7 +2,7 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import type { Duplex } from 'stream';
 import { WebSocketServer } from 'ws';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { podDialer } from './pod-dialer';
 import { parsePort, spdyPortForward, wsPortForward } from './portforward';
@@ -22,7 +22,7 @@ export interface StreamingConfig {
 }
 
 export interface StreamingServerOptions extends StreamingConfig {
-  docker: DockerApi;
+  docker: DockerEngine;
   logger: Logger;
   /** Token lifetime, default 60 s. */
   tokenTtlMs?: number;

@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'stream';
-import type { DockerApi } from '../docker/client';
+import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { copyDemuxed, copyRaw } from './demux';
-import { killExec, startDockerExec, waitExecExit, type ExecOptions } from './docker-exec';
+import { killExecProcess, startExec, waitForExit, type ExecOptions } from './docker-exec';
 import type { SessionOutcome, TerminalSize } from './remotecommand';
 
 /**
@@ -47,7 +47,7 @@ async function resizeWithRetry(resize: () => Promise<unknown>): Promise<void> {
 }
 
 export async function runExecSession(
-  docker: DockerApi,
+  docker: DockerEngine,
   containerId: string,
   opts: ExecOptions,
   streams: StreamSet,
@@ -62,42 +62,42 @@ export async function runExecSession(
   };
   let started;
   try {
-    started = await startDockerExec(docker, containerId, o);
+    started = await startExec(docker, containerId, o);
   } catch (err) {
     log.warn('exec failed to start', { containerId, error: errMessage(err) });
     await streams.finish({ kind: 'error', message: `exec failed: ${errMessage(err)}` });
     return;
   }
-  const { exec, stream } = started;
-  log.info('exec session started', { containerId, execId: exec.id, tty: o.tty, stdin: o.stdin, protocol: streams.protocol });
+  const { execId, stream } = started;
+  log.info('exec session started', { containerId, execId, tty: o.tty, stdin: o.stdin, protocol: streams.protocol });
   if (o.tty) {
     streams.onResize((s) => {
-      resizeWithRetry(() => exec.resize({ h: s.height, w: s.width })).catch((err) =>
-        log.debug('exec resize failed', { containerId, execId: exec.id, error: errMessage(err) }),
+      resizeWithRetry(() => docker.resizeExec(execId, s)).catch((err) =>
+        log.debug('exec resize failed', { containerId, execId, error: errMessage(err) }),
       );
     });
   }
   pipeStdin(o.stdin ? streams.stdin : null, stream);
   stream.on('error', () => undefined); // surfaced as the copy ending; the exit code tells the rest
   const onGone = (): void => {
-    log.info('streaming client went away; killing exec', { containerId, execId: exec.id });
-    void killExec(exec, log).finally(() => stream.destroy());
+    log.info('streaming client went away; killing exec', { containerId, execId });
+    void killExecProcess(docker, execId, log).finally(() => stream.destroy());
   };
   streams.gone.addEventListener('abort', onGone, { once: true });
   try {
     await (o.tty ? copyRaw(stream, streams.stdout) : copyDemuxed(stream, streams.stdout, streams.stderr));
   } catch (err) {
-    log.debug('exec stream ended with error', { containerId, execId: exec.id, error: errMessage(err) });
+    log.debug('exec stream ended with error', { containerId, execId, error: errMessage(err) });
   }
   streams.gone.removeEventListener('abort', onGone);
   if (streams.gone.aborted) return;
   let outcome: SessionOutcome;
   try {
-    outcome = { kind: 'exit', exitCode: await waitExecExit(exec), cmd: o.cmd };
+    outcome = { kind: 'exit', exitCode: await waitForExit(docker, execId), cmd: o.cmd };
   } catch (err) {
     outcome = { kind: 'error', message: `cannot read exit code: ${errMessage(err)}` };
   }
-  log.info('exec session finished', { containerId, execId: exec.id, ...(outcome.kind === 'exit' ? { exitCode: outcome.exitCode } : {}) });
+  log.info('exec session finished', { containerId, execId, ...(outcome.kind === 'exit' ? { exitCode: outcome.exitCode } : {}) });
   await streams.finish(outcome);
 }
 
@@ -108,38 +108,35 @@ export interface AttachOptions {
 }
 
 export async function runAttachSession(
-  docker: DockerApi,
+  docker: DockerEngine,
   containerId: string,
   opts: AttachOptions,
   streams: StreamSet,
   log: Logger,
 ): Promise<void> {
-  const container = docker.getContainer(containerId);
-  let stream: NodeJS.ReadWriteStream;
+  let stream: Readable & Writable;
   let tty: boolean;
   let withStdin: boolean;
   try {
-    const info = await container.inspect();
+    const info = await docker.inspectContainer(containerId);
     tty = info.Config.Tty;
     // Docker only wires stdin for containers created with OpenStdin
     withStdin = opts.stdin && info.Config.OpenStdin && streams.stdin !== null;
-    stream = await container.attach({
-      stream: true,
+    stream = await docker.attachContainer(containerId, {
       stdin: withStdin,
       stdout: opts.stdout && streams.stdout !== null,
       stderr: opts.stderr && streams.stderr !== null,
-      hijack: true,
     });
   } catch (err) {
     log.warn('attach failed', { containerId, error: errMessage(err) });
     await streams.finish({ kind: 'error', message: `attach failed: ${errMessage(err)}` });
     return;
   }
-  const duplex = stream as unknown as Readable & Writable;
+  const duplex = stream;
   log.info('attach session started', { containerId, tty, stdin: withStdin, protocol: streams.protocol });
   if (tty) {
     streams.onResize((s) => {
-      resizeWithRetry(() => container.resize({ h: s.height, w: s.width })).catch((err) =>
+      resizeWithRetry(() => docker.resizeContainer(containerId, s)).catch((err) =>
         log.debug('container resize failed', { containerId, error: errMessage(err) }),
       );
     });

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'crypto';
 import * as http from 'http';
 import type { Socket } from 'net';
 import Docker from 'dockerode';
+import { DockerodeEngine } from '../../src/docker/dockerode-engine';
 import * as spdy from 'spdy-transport';
 import type { SpdyConnection, SpdyHeaders, SpdyStream } from 'spdy-transport';
 import WebSocket from 'ws';
@@ -178,8 +179,9 @@ async function execUrl(containerId: string, cmd: string[], o: { stdin?: boolean;
 let worker: string;
 
 beforeAll(async () => {
-  streaming = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker, logger });
-  h = execHandlers({ docker, streaming, logger });
+  const engine = new DockerodeEngine(docker);
+  streaming = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker: engine, logger });
+  h = execHandlers({ docker: engine, streaming, logger });
   worker = await runContainer(['sleep', '100000']);
 });
 
@@ -300,7 +302,7 @@ describe('Exec over SPDY', () => {
   });
 
   it('refuses (401) a token that expired before it was redeemed, and starts nothing', async () => {
-    const shortLived = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker, logger, tokenTtlMs: 200 });
+    const shortLived = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker: new DockerodeEngine(docker), logger, tokenTtlMs: 200 });
     try {
       const url = shortLived.issueUrl({ kind: 'exec', containerId: worker, cmd: ['sh', '-c', 'echo expired-ran >&2; sleep 302'], tty: false, stdin: false, stdout: true, stderr: true });
       await sleep(600);

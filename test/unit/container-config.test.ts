@@ -15,6 +15,7 @@ import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/cap
 import type { Logger } from '../../src/logging/logger';
 import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
+import { FakeEngine, inspectInfo } from '../support/fake-engine';
 
 const deps = { config: { rootDirectory: '/var/lib/crishim' } } as Parameters<typeof dockerBinds>[1];
 
@@ -513,38 +514,38 @@ describe('hugetlb cgroup limits', () => {
 
 const ctxOf = (log: Logger): CallContext => ({ signal: new AbortController().signal, method: 'X', log, annotate: () => undefined });
 
-/** A Docker with one CRI container (created; start gives it `pid`), recording calls. */
+/** The shared fake with one CRI container (created; start gives it `pid`); `calls` lists what changed it. */
 function fakeDocker(pid: number, labels: Record<string, string>, version: '1' | '2' = '1') {
-  const calls: string[] = [];
-  const state = { Running: false, Pid: 0, Status: 'created', ExitCode: 0, StartedAt: '0001-01-01T00:00:00Z', FinishedAt: '0001-01-01T00:00:00Z', OOMKilled: false, Error: '' };
-  const info = () => ({
-    Id: CID,
-    Name: '/k8s_app_pod_ns_uid_0',
-    Created: '2026-01-01T00:00:00Z',
-    Image: 'sha256:1',
-    Mounts: [],
-    Config: { Labels: { 'io.kubernetes.docker.type': 'container', ...labels }, Image: 'busybox', Tty: false },
-    HostConfig: {},
-    State: { ...state },
-  });
-  const container = {
-    inspect: async () => info(),
-    start: async () => {
-      calls.push('start');
-      Object.assign(state, { Running: true, Pid: pid, Status: 'running' });
-    },
-    kill: async () => {
-      calls.push('kill');
-      Object.assign(state, { Running: false, Pid: 0, Status: 'exited', ExitCode: 137 });
-    },
-    update: async (u: Record<string, unknown>) => void calls.push(`update ${JSON.stringify(u)}`),
+  const docker = new FakeEngine();
+  docker.startPid = pid;
+  docker.addContainer(
+    inspectInfo({
+      Id: CID,
+      Name: '/k8s_app_pod_ns_uid_0',
+      Created: '2026-01-01T00:00:00Z',
+      Image: 'sha256:1',
+      Config: { Labels: { 'io.kubernetes.docker.type': 'container', ...labels }, Image: 'busybox', Tty: false },
+    }),
+  );
+  const changing: Record<string, (args: unknown[]) => string> = {
+    startContainer: () => 'start',
+    killContainer: () => 'kill',
+    updateContainer: (args) => `update ${JSON.stringify(args[1])}`,
   };
+  const calls = (): string[] => docker.calls.flatMap((c) => (changing[c.call] ? [changing[c.call](c.args)] : []));
+  // only what these RPCs read: the rest of ServiceDeps is never touched
   const deps = {
-    docker: { getContainer: () => container },
+    docker,
     oomScoreAdjFloor: 0,
     engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: version }) },
   } as unknown as ServiceDeps;
-  return { deps, calls, start: () => container.start() };
+  return {
+    deps,
+    get calls(): string[] {
+      return calls();
+    },
+    start: () => docker.startContainer(CID),
+  };
 }
 const noLogs = { follow: () => undefined } as unknown as LogManager;
 

@@ -3,7 +3,8 @@ import * as os from 'os';
 import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
-import type { DockerApi } from '../../src/docker/client';
+import { fromDockerError } from '../../src/docker/errors';
+import { FakeEngine, inspectInfo } from '../support/fake-engine';
 import { createLogManager, type LogManager } from '../../src/logs/log-manager';
 import { DOCKER_PARTIAL_BYTES, TtyRecordParser } from '../../src/logs/docker-frames';
 import { criLines } from '../../src/logging/cri-log';
@@ -130,29 +131,31 @@ class FakeDocker {
     readonly state: FakeState = { running: false },
   ) {}
 
-  api(): DockerApi {
-    return {
-      getContainer: () => ({
-        logs: async (opts: { since?: string; follow?: boolean }) => {
-          if (opts.follow === false) {
-            this.plainReads.push({ since: opts.since });
-            return this.finalLogs;
-          }
-          this.logsCalls.push({ since: opts.since, at: Date.now() });
-          const next = this.logsReplies.shift();
-          if (!next) {
-            this.unexpected += 1;
-            throw new Error('unexpected logs call');
-          }
-          return next(opts);
-        },
-        inspect: async () => {
-          this.inspectCalls += 1;
-          const next = this.inspectReplies.shift();
-          return next ? next() : { State: { Running: this.state.running } };
-        },
-      }),
-    } as unknown as DockerApi;
+  /** The shared fake, answering logs and inspect from the scripted replies (errors mapped as the real engine maps them). */
+  api(): FakeEngine {
+    const engine = new FakeEngine();
+    const asEngineError = (err: unknown): never => {
+      throw fromDockerError(err);
+    };
+    engine.containerLogs = async (_id, opts = {}) => {
+      this.plainReads.push({ since: opts.since });
+      return this.finalLogs;
+    };
+    engine.followContainerLogs = async (_id, opts = {}) => {
+      this.logsCalls.push({ since: opts.since, at: Date.now() });
+      const next = this.logsReplies.shift();
+      if (!next) {
+        this.unexpected += 1;
+        throw new Error('unexpected logs call');
+      }
+      return next(opts).catch(asEngineError);
+    };
+    engine.inspectContainer = async () => {
+      this.inspectCalls += 1;
+      const next = this.inspectReplies.shift();
+      return inspectInfo(next ? await next().catch(asEngineError) : { State: { Running: this.state.running } });
+    };
+    return engine;
   }
 }
 

@@ -3,13 +3,16 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import Docker from 'dockerode';
 import { hostProbes, which } from '../../src/doctor/probes';
+import { DockerUnreachableError } from '../../src/docker/errors';
+import { FakeEngine } from '../support/fake-engine';
 
 /** The real probes on temp files (no Docker call is made by these). */
 describe('doctor host probes', () => {
   let dir: string;
-  const probes = hostProbes(new Docker({ socketPath: '/nonexistent/docker.sock' }));
+  const docker = new FakeEngine();
+  docker.fail('imageDistribution', () => new DockerUnreachableError('resolve image pause:1 in its registry: docker daemon unreachable (ENOENT)'));
+  const probes = hostProbes(docker);
   beforeAll(async () => {
     dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-probes-'));
   });

@@ -1,22 +1,21 @@
 import * as winston from 'winston';
-import type { DockerApi } from '../../src/docker/client';
+import { DockerUnreachableError } from '../../src/docker/errors';
 import { createEngineInfo, engineForRuntime, type EngineInfo } from '../../src/docker/engine-info';
+import { FakeEngine } from '../support/fake-engine';
 
 function fakeDocker() {
-  const state = { up: true, runtimes: ['runc'], infoCalls: 0 };
-  const down = (): Error => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  const api = {
-    ping: async () => {
-      if (!state.up) throw down();
-      return 'OK';
+  const api = new FakeEngine();
+  const state = {
+    up: true,
+    set runtimes(names: string[]) {
+      api.systemInfo = { ...api.systemInfo, Runtimes: Object.fromEntries(names.map((r) => [r, {}])) };
     },
-    info: async () => {
-      state.infoCalls++;
-      return { CgroupDriver: 'cgroupfs', Runtimes: Object.fromEntries(state.runtimes.map((r) => [r, {}])) };
+    get infoCalls(): number {
+      return api.count('info');
     },
-    version: async () => ({ Version: '20.10', ApiVersion: '1.41' }),
   };
-  return { state, api: api as unknown as DockerApi };
+  api.fail('ping', () => (state.up ? undefined : new DockerUnreachableError('ping docker: connect ECONNREFUSED')));
+  return { state, api };
 }
 
 describe('engine info cache', () => {

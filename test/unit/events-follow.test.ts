@@ -1,7 +1,7 @@
 import { PassThrough } from 'stream';
 import * as winston from 'winston';
-import type { DockerApi } from '../../src/docker/client';
 import { createReplayFilter, followDockerEvents, type DockerEvent } from '../../src/docker/events';
+import { FakeEngine } from '../support/fake-engine';
 
 const SEC = 1e9;
 const BASE = 1_790_000_000 * SEC;
@@ -37,32 +37,24 @@ describe('replay filter', () => {
 
 describe('followDockerEvents', () => {
   it('delivers out-of-order live events and drops only what a resubscription replays', async () => {
-    const streams: PassThrough[] = [];
-    const sinces: Array<unknown> = [];
-    const api = {
-      getEvents: async (opts: { since?: unknown }) => {
-        sinces.push(opts.since);
-        const s = new PassThrough();
-        streams.push(s);
-        return s;
-      },
-    } as unknown as DockerApi;
+    const api = new FakeEngine();
+    const streams = api.eventSubscriptions;
     const got: string[] = [];
     const src = followDockerEvents(api, {}, (ev) => got.push(`${ev.Actor.ID}:${ev.Action}`), winston.createLogger({ silent: true }), { retryMs: 10 });
     try {
       await until(() => streams.length === 1, 'first subscription');
-      write(streams[0], event('c1', 'create', BASE + 2 * SEC + 500));
-      write(streams[0], event('c1', 'start', BASE + 2 * SEC + 900));
-      write(streams[0], event('c2', 'start', BASE + 2 * SEC + 819)); // stamped earlier, arrives later
+      write(streams[0].stream, event('c1', 'create', BASE + 2 * SEC + 500));
+      write(streams[0].stream, event('c1', 'start', BASE + 2 * SEC + 900));
+      write(streams[0].stream, event('c2', 'start', BASE + 2 * SEC + 819)); // stamped earlier, arrives later
       await until(() => got.length === 3, 'three live events');
-      streams[0].end();
+      streams[0].stream.end();
       await until(() => streams.length === 2, 'the resubscription');
-      expect(sinces[1]).toBe(String(Math.floor((BASE + 2 * SEC) / SEC)));
+      expect(streams[1].opts.since).toBe(String(Math.floor((BASE + 2 * SEC) / SEC)));
       // the engine replays the whole second, then goes on
-      write(streams[1], event('c1', 'create', BASE + 2 * SEC + 500));
-      write(streams[1], event('c2', 'start', BASE + 2 * SEC + 819));
-      write(streams[1], event('c1', 'start', BASE + 2 * SEC + 900));
-      write(streams[1], event('c1', 'die', BASE + 3 * SEC));
+      write(streams[1].stream, event('c1', 'create', BASE + 2 * SEC + 500));
+      write(streams[1].stream, event('c2', 'start', BASE + 2 * SEC + 819));
+      write(streams[1].stream, event('c1', 'start', BASE + 2 * SEC + 900));
+      write(streams[1].stream, event('c1', 'die', BASE + 3 * SEC));
       await until(() => got.length >= 4, 'the new event');
       await new Promise((r) => setTimeout(r, 50));
       expect(got).toEqual(['c1:create', 'c1:start', 'c2:start', 'c1:die']);
@@ -72,22 +64,16 @@ describe('followDockerEvents', () => {
   });
 
   it('skips events the caller listed before the first subscription', async () => {
-    const streams: PassThrough[] = [];
-    const api = {
-      getEvents: async () => {
-        const s = new PassThrough();
-        streams.push(s);
-        return s;
-      },
-    } as unknown as DockerApi;
+    const api = new FakeEngine();
+    const streams = api.eventSubscriptions;
     const got: string[] = [];
     const src = followDockerEvents(api, {}, (ev) => got.push(ev.Action), winston.createLogger({ silent: true }), {
       beforeSubscribe: async () => BASE + 5 * SEC,
     });
     try {
       await until(() => streams.length === 1, 'subscription');
-      write(streams[0], event('c1', 'create', BASE + 4 * SEC));
-      write(streams[0], event('c1', 'start', BASE + 6 * SEC));
+      write(streams[0].stream, event('c1', 'create', BASE + 4 * SEC));
+      write(streams[0].stream, event('c1', 'start', BASE + 6 * SEC));
       await until(() => got.length === 1, 'the live event');
       expect(got).toEqual(['start']);
     } finally {

@@ -3,7 +3,7 @@ import * as winston from 'winston';
 import { createEventHub } from '../../src/events/hub';
 import type { ServiceDeps } from '../../src/rpc/deps';
 import { SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../../src/labels';
-import type { DockerApi } from '../../src/docker/client';
+import { FakeEngine } from '../support/fake-engine';
 
 const SEC = 1e9;
 const BASE = Date.parse('2026-11-22T10:00:00Z') * 1e6;
@@ -12,7 +12,7 @@ const iso = (nano: number): string => new Date(Math.floor(nano / 1e6)).toISOStri
 const podLabels = { [TYPE_LABEL]: TYPE_SANDBOX };
 const ctrLabels = { [TYPE_LABEL]: TYPE_CONTAINER, [SANDBOX_ID_LABEL]: 'p1' };
 
-/** A Docker whose event streams the test feeds and ends, and whose list/clock it sets. */
+/** The shared fake, with event streams the test feeds and ends, and a list and clock it sets. */
 function fakeDocker() {
   const state = {
     now: BASE,
@@ -20,18 +20,16 @@ function fakeDocker() {
     streams: [] as PassThrough[],
     onSubscribe: (_s: PassThrough): void => undefined,
   };
-  const api = {
-    info: async () => ({ SystemTime: iso(state.now) }),
-    listContainers: async () => state.list,
-    getEvents: async () => {
-      const s = new PassThrough();
-      state.streams.push(s);
-      setImmediate(() => state.onSubscribe(s));
-      return s;
-    },
-    getContainer: () => ({ inspect: async () => Promise.reject(Object.assign(new Error('no such container'), { statusCode: 404 })) }),
+  const api = new FakeEngine();
+  api.info = async () => ({ SystemTime: iso(state.now) });
+  api.listContainers = async () => state.list.map((c) => ({ ...c, Names: [], Image: '', ImageID: '', Created: 0, Status: c.State }));
+  api.events = async () => {
+    const s = new PassThrough();
+    state.streams.push(s);
+    setImmediate(() => state.onSubscribe(s));
+    return s;
   };
-  return { state, api: api as unknown as DockerApi };
+  return { state, api };
 }
 
 function emit(s: PassThrough, id: string, action: string, timeNano: number, labels: Record<string, string>): void {

@@ -10,45 +10,28 @@ import { refersToId } from '../../src/rpc/remove-image';
 import { imageHandlers } from '../../src/rpc/image-service';
 import type { ServiceDeps } from '../../src/rpc/deps';
 import { pullImage } from '../../src/docker/images';
+import { DockerodeEngine } from '../../src/docker/dockerode-engine';
+import { FakeEngine } from '../support/fake-engine';
 import type { CallContext } from '../../src/server/rpc';
 
 const log = winston.createLogger({ silent: true });
 const ctx: CallContext = { signal: new AbortController().signal, method: 'X', log, annotate: () => undefined };
 const ID = 'sha256:' + '1f'.repeat(32);
-const notFound = (): Error => Object.assign(new Error('(HTTP code 404) no such image - No such image: x '), { statusCode: 404 });
 const spec = (image: string) => ({ image, annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' });
 
-/** A Docker with one image (tagged t:1 and t:2, USER 1000:1000), recording removals. */
-function fakeDeps(over: Record<string, unknown> = {}) {
+/** A Docker with one image (tagged t:1 and t:2, USER 1000:1000) and a <none> one; removals are recorded, not done. */
+function fakeDeps(over: Partial<ServiceDeps> | Record<string, unknown> = {}) {
+  const docker = new FakeEngine();
+  docker.addImage({ Id: ID, RepoTags: ['t:1', 't:2'], RepoDigests: ['t@sha256:' + 'cd'.repeat(32)], Size: 1234, Config: { User: '1000:1000' }, Os: 'linux' });
+  docker.addImage({ Id: 'sha256:' + '00'.repeat(32), RepoTags: ['<none>:<none>'], RepoDigests: ['<none>@<none>'], Size: 1 });
   const removed: Array<{ name: string; force: boolean }> = [];
-  let listCalls = 0;
-  const image = { Id: ID, RepoTags: ['t:1', 't:2'], RepoDigests: ['t@sha256:' + 'cd'.repeat(32)], Size: 1234, Config: { User: '1000:1000' }, Os: 'linux' };
-  const known = (ref: string): boolean => ref === ID || ID.slice(7).startsWith(ref) || image.RepoTags.includes(ref) || ref === image.RepoDigests[0];
-  const deps = {
-    config: { podInfraContainerImage: 'docker.io/library/t:2' },
-    logger: log,
-    docker: {
-      getImage: (ref: string) => ({
-        inspect: async () => {
-          if (!known(ref)) throw notFound();
-          return image;
-        },
-        remove: async (o: { force: boolean }) => {
-          removed.push({ name: ref, force: o.force });
-          return [{ Untagged: ref }];
-        },
-      }),
-      listImages: async () => {
-        listCalls += 1;
-        return [
-          { ...image, Config: undefined },
-          { Id: 'sha256:' + '00'.repeat(32), RepoTags: ['<none>:<none>'], RepoDigests: ['<none>@<none>'], Size: 1 },
-        ];
-      },
-    },
-    ...over,
-  } as unknown as ServiceDeps;
-  return { deps, removed, listCalls: () => listCalls };
+  docker.removeImage = async (ref, o = {}) => {
+    removed.push({ name: ref, force: o.force ?? false });
+    return [{ Untagged: ref }];
+  };
+  // only what the image RPCs read: the rest of ServiceDeps is never touched
+  const deps = { config: { podInfraContainerImage: 'docker.io/library/t:2' }, logger: log, docker, ...over } as unknown as ServiceDeps;
+  return { deps, docker, removed, listCalls: () => docker.count('listImages') };
 }
 
 describe('ImageStatus', () => {
@@ -147,7 +130,7 @@ describe('ImageFsInfo', () => {
     const remote = path.join(root, 'not-here');
     const engine2 = { current: () => ({ dockerRootDir: remote }), refresh: async () => ({ dockerRootDir: remote }) };
     const f = fakeDeps({ engine: engine2 });
-    (f.deps.docker as unknown as { df: () => Promise<unknown> }).df = async () => ({ LayersSize: 777 });
+    f.docker.layersSize = 777;
     expect((await imageFsInfoRpc(f.deps)()).image_filesystems?.[0].used_bytes?.value).toBe('777');
   });
 });
@@ -166,13 +149,13 @@ describe('pullImage', () => {
 
   it('fails on an error reported inside the progress stream, with its message and code', async () => {
     const d = dockerStreaming([{ status: 'Pulling from a/b', id: 'v1' }, { errorDetail: { message: 'unauthorized: authentication required' }, error: 'unauthorized: authentication required' }]);
-    await expect(pullImage(d, 'r.io/a/b:v1', { logger: log })).rejects.toMatchObject({
+    await expect(pullImage(new DockerodeEngine(d), 'r.io/a/b:v1', { logger: log })).rejects.toMatchObject({
       kind: 'unauthenticated',
       message: 'pull image r.io/a/b:v1: unauthorized: authentication required',
     });
   });
 
   it('succeeds on a clean stream', async () => {
-    await expect(pullImage(dockerStreaming([{ status: 'Status: Image is up to date for r.io/a/b:v1' }]), 'r.io/a/b:v1', { logger: log })).resolves.toBeUndefined();
+    await expect(pullImage(new DockerodeEngine(dockerStreaming([{ status: 'Status: Image is up to date for r.io/a/b:v1' }])), 'r.io/a/b:v1', { logger: log })).resolves.toBeUndefined();
   });
 });

@@ -5,6 +5,7 @@ import { createPullCoalescer, dockerAuth, pullKey, type Puller } from '../../src
 import type { ServiceDeps } from '../../src/rpc/deps';
 import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
+import { FakeEngine } from '../support/fake-engine';
 
 const log = winston.createLogger({ silent: true });
 const NO_AUTH = { username: '', password: '', auth: '', server_address: '', identity_token: '', registry_token: '' };
@@ -136,9 +137,9 @@ describe('pull coalescing', () => {
 
 describe('PullImage handler', () => {
   const ID = 'sha256:' + 'ab'.repeat(32);
-  const deps = {
-    docker: { getImage: (ref: string) => ({ inspect: async () => ({ Id: ID, RepoTags: [ref] }) }) },
-  } as unknown as ServiceDeps;
+  const docker = new FakeEngine();
+  docker.addImage({ Id: ID, RepoTags: ['127.0.0.1:5000/a/b:latest'] });
+  const deps = { docker } as Pick<ServiceDeps, 'docker'> as ServiceDeps;
 
   it('answers the image id, pulling the normalized ref with mapped auth', async () => {
     const f = fakePuller();

@@ -8,6 +8,7 @@ import { hostConfigFor, pauseContainerSpec, writeResolvConf, type SandboxConfig 
 import { cniPortMappings, portMappingsOf } from '../../src/sandbox/port-mappings';
 import type { PodNetworkRequest } from '../../src/network/types';
 import type { CallContext } from '../../src/server/rpc';
+import { FakeEngine } from '../support/fake-engine';
 
 const log = winston.createLogger({ silent: true });
 const ctx: CallContext = { signal: new AbortController().signal, method: 'RunPodSandbox', log, annotate: () => undefined };
@@ -168,20 +169,15 @@ function failingReadyDeps() {
   const calls: string[] = [];
   const writes: string[] = [];
   let torn: PodNetworkRequest | undefined;
-  const container = {
-    id: 'ab'.repeat(32),
-    start: async () => void calls.push('start'),
-    inspect: async () => ({ State: { Pid: 4242 }, ResolvConfPath: '/nonexistent' }),
-    remove: async () => void calls.push('remove container'),
-  };
+  const docker = new FakeEngine();
+  docker.addImage({ Id: 'sha256:x', RepoTags: ['pause:1'] });
+  docker.fail('startContainer', () => void calls.push('start'));
+  docker.fail('removeContainer', () => void calls.push('remove container'));
   const fake = {
     config: { podInfraContainerImage: 'pause:1', rootDirectory: '/var/lib/crishim-test' },
     sandboxOomScoreAdj: -998,
     engine: { current: () => ({ reachable: true, runtimes: ['runc'] }) },
-    docker: {
-      getImage: () => ({ inspect: async () => ({ Id: 'sha256:x' }) }),
-      createContainer: async () => container,
-    },
+    docker,
     checkpoints: {
       write: async (_id: string, body: { crishim: { phase: string } }) => {
         writes.push(body.crishim.phase);
@@ -201,7 +197,9 @@ function failingReadyDeps() {
       },
     },
   };
-  return { deps: fake as unknown as ServiceDeps, calls, writes, torn: () => torn };
+    const createdId = (): unknown => docker.calls.find((c) => c.call === 'startContainer')?.args[0];
+  // only what RunPodSandbox reads: the rest of ServiceDeps is never touched
+  return { deps: fake as unknown as ServiceDeps, calls, writes, torn: () => torn, createdId };
 }
 
 describe('RunPodSandbox rollback', () => {
@@ -211,7 +209,8 @@ describe('RunPodSandbox rollback', () => {
     expect(f.writes).toEqual(['creating', 'ready']);
     // newest first: network, then the checkpoint, then the container
     expect(f.calls).toEqual(['start', 'setup', 'teardown', 'remove checkpoint', 'remove container']);
-    expect(f.torn()).toMatchObject({ sandboxId: 'ab'.repeat(32), podName: 'web', podNamespace: 'default', podUid: 'u-1', netnsPath: '/proc/4242/ns/net' });
+    expect(f.createdId()).toMatch(/^[0-9a-f]{64}$/);
+    expect(f.torn()).toMatchObject({ sandboxId: f.createdId(), podName: 'web', podNamespace: 'default', podUid: 'u-1', netnsPath: '/proc/4242/ns/net' });
     expect(f.torn()?.signal).toBeUndefined();
   });
 });

@@ -1,8 +1,9 @@
 import { PassThrough } from 'stream';
 import * as winston from 'winston';
-import type { DockerApi } from '../../src/docker/client';
+import { DockerUnreachableError } from '../../src/docker/errors';
+import type * as Docker from '../../src/docker/types';
 import { createStateStore, type StateStore } from '../../src/state/store';
-import { mutatedRef } from '../../src/state/mutations';
+import { FakeEngine, inspectInfo } from '../support/fake-engine';
 
 const TYPE = 'io.kubernetes.docker.type';
 const hex = (c: string): string => c.repeat(64);
@@ -13,60 +14,70 @@ interface FakeContainer {
   labels: Record<string, string>;
 }
 
-/** A Docker whose containers, event streams and availability the test controls; it counts the calls it answers. */
+/**
+ * The shared fake, with this test's controls: availability, a gate that holds inspect
+ * answers (as Docker knew the container when the request arrived), and raw event streams.
+ */
 function fakeDocker() {
-  const containers = new Map<string, FakeContainer>();
-  const streams: PassThrough[] = [];
-  const calls = { list: 0, inspect: 0 };
+  const api = new FakeEngine();
   let down = false;
   let eventsDown = false;
   let inspectGate: Promise<void> | undefined;
-  const unreachable = (): Error => Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
-  const inspectOf = (c: FakeContainer) => ({
-    Id: c.id,
-    Name: `/${c.id.slice(0, 6)}`,
-    Created: '2026-11-23T10:00:00.5Z',
-    Image: 'sha256:abc',
-    State: { Status: c.state, Running: c.state === 'running', Pid: c.state === 'running' ? 42 : 0 },
-    Config: { Image: 'busybox', Labels: { ...c.labels } },
-  });
-  const api = {
-    listContainers: async () => {
-      calls.list++;
-      if (down) throw unreachable();
-      return [...containers.values()].filter((c) => c.labels[TYPE]).map((c) => ({ Id: c.id, State: c.state, Labels: c.labels }));
+  const unreachable = (): Error => new DockerUnreachableError('inspect: docker daemon unreachable (ECONNREFUSED)');
+  api.fail('listContainers', () => (down ? unreachable() : undefined));
+  api.fail('events', () => (down || eventsDown ? unreachable() : undefined));
+  const find = api.findContainer.bind(api);
+  api.findContainer = async (ref: string) => {
+    const answer = await find(ref);
+    if (inspectGate) await inspectGate;
+    if (down) throw unreachable();
+    return answer;
+  };
+  const setState = (info: Docker.ContainerInspectInfo, state: FakeContainer['state']): void => {
+    Object.assign(info.State, { Status: state, Running: state === 'running', Pid: state === 'running' ? 42 : 0 });
+  };
+  const containers = {
+    get: (id: string): { state: FakeContainer['state'] } | undefined => {
+      const c = api.containers.get(id);
+      if (!c) return undefined;
+      return {
+        get state() {
+          return c.info.State.Status as FakeContainer['state'];
+        },
+        set state(v: FakeContainer['state']) {
+          setState(c.info, v);
+        },
+      };
     },
-    getContainer: (ref: string) => ({
-      inspect: async () => {
-        calls.inspect++;
-        // what Docker knows when the request arrives, answered once the gate opens
-        const found = [...containers.values()].find((c) => c.id === ref || c.id.startsWith(ref));
-        const answer = found ? inspectOf(found) : undefined;
-        if (inspectGate) await inspectGate;
-        if (down) throw unreachable();
-        if (!answer) throw Object.assign(new Error(`no such container: ${ref}`), { statusCode: 404 });
-        return answer;
-      },
-    }),
-    getEvents: async () => {
-      if (down || eventsDown) throw unreachable();
-      const s = new PassThrough();
-      streams.push(s);
-      return s;
+    set: (id: string, c: FakeContainer): void => {
+      const info = inspectInfo({ Id: id, Name: `/${id.slice(0, 6)}`, Created: '2026-11-23T10:00:00.5Z', Image: 'sha256:abc', Config: { Image: 'busybox', Labels: { ...c.labels } } });
+      setState(info, c.state);
+      api.addContainer(info);
     },
+    delete: (id: string): boolean => api.containers.delete(id),
   };
   return {
-    api: api as unknown as DockerApi,
+    api,
     containers,
-    streams,
-    calls,
+    get streams(): PassThrough[] {
+      return api.eventSubscriptions.map((s) => s.stream);
+    },
+    calls: {
+      get list(): number {
+        return api.count('listContainers');
+      },
+      get inspect(): number {
+        return api.count('findContainer') + api.count('inspectContainer');
+      },
+    },
     add(id: string, state: FakeContainer['state'], type = 'container'): void {
       containers.set(id, { id, state, labels: { [TYPE]: type } });
     },
     emit(id: string, action: string): void {
-      const c = containers.get(id);
-      streams[streams.length - 1].write(
-        JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: c?.labels ?? { [TYPE]: 'container' } }, time: 1, timeNano: Date.now() * 1e6 }) + '\n',
+      const labels = api.containers.get(id)?.info.Config.Labels ?? { [TYPE]: 'container' };
+      const subs = api.eventSubscriptions;
+      subs[subs.length - 1].stream.write(
+        JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: labels }, time: 1, timeNano: Date.now() * 1e6 }) + '\n',
       );
     },
     setDown(v: boolean): void {
@@ -234,19 +245,5 @@ describe('state store without an event stream', () => {
     } finally {
       store.close();
     }
-  });
-});
-
-describe('mutatedRef', () => {
-  it('names the container a changing request targets, and nothing for reads and execs', () => {
-    expect(mutatedRef('POST', '/containers/abc/start?')).toBe('abc');
-    expect(mutatedRef('POST', '/containers/abc/stop?t=10')).toBe('abc');
-    expect(mutatedRef('DELETE', '/containers/abc?force=true')).toBe('abc');
-    expect(mutatedRef('POST', '/containers/abc/update')).toBe('abc');
-    expect(mutatedRef('GET', '/containers/abc/json?')).toBeUndefined();
-    expect(mutatedRef('POST', '/containers/abc/exec')).toBeUndefined();
-    expect(mutatedRef('POST', '/containers/abc/attach?stream=1')).toBeUndefined();
-    expect(mutatedRef('POST', '/containers/create?name=x')).toBeUndefined();
-    expect(mutatedRef('GET', '/containers/json?all=1')).toBeUndefined();
   });
 });

@@ -1,8 +1,9 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import type Docker from 'dockerode';
-import type { DockerApi } from '../../src/docker/client';
+import type * as Docker from '../../src/docker/types';
+import { DomainError } from '../../src/errors';
+import { FakeEngine, inspectInfo } from '../support/fake-engine';
 import { createLogger } from '../../src/logging/logger';
 import { createStatsCollector } from '../../src/stats/collector';
 import { createLayerUsageCache, walkUsage } from '../../src/stats/writable-layer';
@@ -23,24 +24,22 @@ interface FakeContainer {
   hostNetwork?: boolean;
 }
 
-/** A Docker that answers inspect only, and counts the calls. */
-function fakeDocker(containers: Map<string, FakeContainer>): { docker: DockerApi; inspects: string[] } {
+/** The shared fake, answering inspect from `containers` as they are when asked, and counting the calls. */
+function fakeDocker(containers: Map<string, FakeContainer>): { docker: FakeEngine; inspects: string[] } {
   const inspects: string[] = [];
-  const docker = {
-    getContainer: (id: string) => ({
-      inspect: async (): Promise<Partial<Docker.ContainerInspectInfo>> => {
-        inspects.push(id);
-        const c = containers.get(id);
-        if (!c) throw Object.assign(new Error('no such container'), { statusCode: 404 });
-        return {
-          State: { Running: c.pid > 0, Pid: c.pid } as Docker.ContainerInspectInfo['State'],
-          HostConfig: { CgroupParent: c.cgroupParent ?? '', NetworkMode: c.hostNetwork ? 'host' : 'none' },
-          GraphDriver: { Name: 'overlay2', Data: c.upperDir ? { UpperDir: c.upperDir } : {} },
-        } as Partial<Docker.ContainerInspectInfo>;
-      },
-    }),
+  const docker = new FakeEngine();
+  docker.inspectContainer = async (id: string): Promise<Docker.ContainerInspectInfo> => {
+    inspects.push(id);
+    const c = containers.get(id);
+    if (!c) throw new DomainError('not-found', `inspect container ${id}: no such container`);
+    return inspectInfo({
+      Id: id,
+      State: { Running: c.pid > 0, Pid: c.pid },
+      HostConfig: { CgroupParent: c.cgroupParent ?? '', NetworkMode: c.hostNetwork ? 'host' : 'none' },
+      GraphDriver: { Name: 'overlay2', Data: c.upperDir ? { UpperDir: c.upperDir } : {} },
+    });
   };
-  return { docker: docker as unknown as DockerApi, inspects };
+  return { docker, inspects };
 }
 
 const NETDEV = `Inter-|   Receive                                                |  Transmit

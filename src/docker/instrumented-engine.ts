@@ -1,0 +1,82 @@
+import type { DockerEngine } from './engine';
+import { DockerUnreachableError } from './errors';
+import { shortId, type Logger } from '../logging/logger';
+
+/** The Engine API request behind each DockerEngine call, as the metrics label it. */
+const ROUTES: { [K in keyof DockerEngine]: { method: string; route: string; subject?: 'container' | 'exec' | 'image' } } = {
+  inspectContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container' },
+  findContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container' },
+  listContainers: { method: 'GET', route: '/containers/json' },
+  createContainer: { method: 'POST', route: '/containers/create' },
+  startContainer: { method: 'POST', route: '/containers/{id}/start', subject: 'container' },
+  stopContainer: { method: 'POST', route: '/containers/{id}/stop', subject: 'container' },
+  killContainer: { method: 'POST', route: '/containers/{id}/kill', subject: 'container' },
+  removeContainer: { method: 'DELETE', route: '/containers/{id}', subject: 'container' },
+  updateContainer: { method: 'POST', route: '/containers/{id}/update', subject: 'container' },
+  containerLogs: { method: 'GET', route: '/containers/{id}/logs', subject: 'container' },
+  followContainerLogs: { method: 'GET', route: '/containers/{id}/logs', subject: 'container' },
+  attachContainer: { method: 'POST', route: '/containers/{id}/attach', subject: 'container' },
+  resizeContainer: { method: 'POST', route: '/containers/{id}/resize', subject: 'container' },
+  createExec: { method: 'POST', route: '/containers/{id}/exec', subject: 'container' },
+  startExec: { method: 'POST', route: '/exec/{id}/start', subject: 'exec' },
+  inspectExec: { method: 'GET', route: '/exec/{id}/json', subject: 'exec' },
+  resizeExec: { method: 'POST', route: '/exec/{id}/resize', subject: 'exec' },
+  inspectImage: { method: 'GET', route: '/images/{id}/json', subject: 'image' },
+  listImages: { method: 'GET', route: '/images/json' },
+  pullImage: { method: 'POST', route: '/images/create', subject: 'image' },
+  removeImage: { method: 'DELETE', route: '/images/{id}', subject: 'image' },
+  imageDistribution: { method: 'GET', route: '/distribution/{id}/json', subject: 'image' },
+  imageLayersSize: { method: 'GET', route: '/system/df' },
+  events: { method: 'GET', route: '/events' },
+  ping: { method: 'GET', route: '/_ping' },
+  info: { method: 'GET', route: '/info' },
+  version: { method: 'GET', route: '/version' },
+};
+
+export interface EngineObserver {
+  /** Each call as the Engine API request it stands for, with its duration and failure. */
+  onRequest?(method: string, route: string, seconds: number, err: unknown): void;
+  /** A call found dockerd unreachable (so Status can say RuntimeReady=false at once). */
+  onUnreachable?(err: DockerUnreachableError): void;
+}
+
+/** The log fields naming the object a call is about (`containerId` on every line concerning one). */
+function subjectFields(subject: 'container' | 'exec' | 'image' | undefined, args: unknown[]): Record<string, string> {
+  const first = args[0];
+  if (!subject || typeof first !== 'string') return {};
+  if (subject === 'container') return { containerId: shortId(first) };
+  return subject === 'exec' ? { execId: shortId(first) } : { image: first };
+}
+
+/**
+ * Wraps any DockerEngine: times every call for the metrics, logs it at debug level with
+ * the object it concerns, and reports unreachable-daemon failures. Decorating keeps the
+ * engine itself (and the fake the tests use) free of metrics and logging concerns.
+ */
+export function instrumentEngine(inner: DockerEngine, logger: Logger, observer: EngineObserver = {}): DockerEngine {
+  const wrapped = {} as Record<keyof DockerEngine, unknown>;
+  for (const name of Object.keys(ROUTES) as Array<keyof DockerEngine>) {
+    const { method, route, subject } = ROUTES[name];
+    const fn = inner[name] as (...args: unknown[]) => Promise<unknown>;
+    wrapped[name] = async (...args: unknown[]): Promise<unknown> => {
+      const t0 = process.hrtime.bigint();
+      let failure: unknown;
+      try {
+        return await fn.apply(inner, args);
+      } catch (err) {
+        failure = err;
+        throw err;
+      } finally {
+        const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+        observer.onRequest?.(method, route, seconds, failure);
+        if (failure instanceof DockerUnreachableError) observer.onUnreachable?.(failure);
+        if (logger.isDebugEnabled()) {
+          const fields = { ...subjectFields(subject, args), seconds: Math.round(seconds * 1e4) / 1e4 };
+          if (failure) logger.debug(`docker ${name} failed`, { ...fields, error: (failure as Error).message });
+          else logger.debug(`docker ${name}`, fields);
+        }
+      }
+    };
+  }
+  return wrapped as unknown as DockerEngine;
+}
