@@ -4,7 +4,9 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, lifecycle, churn, logs)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, lifecycle, churn,
+ *                                          stats-cost, stop-pod, logs); --pods=N sizes stats-cost and stop-pod
+ *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
  *
@@ -26,6 +28,8 @@ import { kubeletLoad } from './kubelet-load';
 import { churn } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
+import { statsCost } from './stats-cost';
+import { stopPod } from './stop-pod';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -39,6 +43,9 @@ const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
 
 const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
+const PODS = Number(process.argv.find((a) => a.startsWith('--pods='))?.slice('--pods='.length)) || undefined;
+const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9 };
+const stopPods = PODS ?? (SMOKE ? 4 : 20);
 const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
 /** `--load-pods=20`: the kubelet load at another pod count. */
 const loadSizesNow = { ...loadSizes, pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods) };
@@ -125,6 +132,7 @@ async function startDaemon(): Promise<Daemon> {
   // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(process.execPath, [
     ...shebangFlags(main),
+    ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     main,
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
@@ -601,6 +609,16 @@ async function main(): Promise<void> {
       tables.push(await compareLifecycle([{ name: 'crishim', call: (method, req) => rpc(d, method, req) }, ...others], shape));
     }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
+    const target = {
+      pid: d.proc.pid ?? 0,
+      call: <T>(method: string, req: unknown) => rpc<T>(d, method, req),
+      runPod: () => runPodWithApp(d, false),
+      removePod: (id: string) => removePod(d, id),
+      cniConfFile: path.join(d.dir, 'net.d', '10-bench.conflist'),
+      dockerRequests: d.dockerRequests,
+    };
+    if (wanted('stats-cost')) await statsCost(target, statsCostSizes, record);
+    if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
   } finally {
     for (const c of clients) c.close();
     d.proc.kill('SIGTERM');

@@ -52,7 +52,7 @@ function cpuMs(pid: number): number {
 }
 
 /** CPU time of a process's live threads in ns (schedstat): fine enough for one call's cost. */
-function cpuNs(pid: number): number {
+export function cpuNs(pid: number): number {
   let sum = 0;
   for (const t of readdirSync(`/proc/${pid}/task`)) {
     try {

@@ -1,6 +1,6 @@
 import type { RuntimeRes } from '../server/rpc';
 import type { CgroupUsage } from '../stats/usage';
-import type { ContainerView, PodView } from './stats-convert';
+import { u64, type ContainerView, type PodView } from './stats-convert';
 
 type PodMetrics = NonNullable<RuntimeRes<'ListPodSandboxMetrics'>['pod_metrics']>[number];
 type Metric = NonNullable<PodMetrics['metrics']>[number];
@@ -51,7 +51,7 @@ export function metricDescriptors(): Descriptor[] {
 function metric(name: string, timestamp: string, value: number | bigint, labels: string[]): Metric {
   const f = byName.get(name);
   if (!f) throw new Error(`unknown metric family ${name}`);
-  return { name, timestamp, metric_type: f.type, label_values: labels, value: { value: String(value) } };
+  return { name, timestamp, metric_type: f.type, label_values: labels, value: u64(value) };
 }
 
 function usageMetrics(ts: string, u: CgroupUsage, labels: string[]): Metric[] {

@@ -26,8 +26,18 @@ export interface PodView {
   members: ContainerView[];
 }
 
-type U64 = { value: string } | null;
-export const u64 = (v: number | bigint | undefined): U64 => (v === undefined ? null : { value: String(v) });
+type U64 = { value: number | string } | null;
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+/**
+ * A CRI UInt64Value. A number where it is exact: protobufjs turns a decimal string into its
+ * Long by long multiplication (a dozen objects per field, hundreds of fields per stats call),
+ * a number in one step. Only a bigint past 2^53 (CPU ns of a long-lived big host) stays a string.
+ */
+export const u64 = (v: number | bigint | undefined): U64 => {
+  if (v === undefined) return null;
+  if (typeof v === 'number') return { value: v };
+  return { value: v <= MAX_EXACT ? Number(v) : String(v) };
+};
 
 function memory(ts: string, u: CgroupUsage): CriMemory {
   return {

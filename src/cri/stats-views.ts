@@ -1,6 +1,5 @@
 import type { RuntimeReq } from '../server/rpc';
 import { createStatsCollector, type StatsCollector } from '../stats/collector';
-import { mapLimit } from '../stats/pool';
 import type { ServiceDeps } from '../rpc/deps';
 import { listContainers } from '../container/list';
 import { listSandboxes } from '../sandbox/list';
@@ -64,16 +63,18 @@ export function createStatsViews(
       mine.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING' })),
       signal,
     );
-    const views = mine.map((c, i): ContainerView => ({ c, s: samples[i] }));
-    return mapLimit(sandboxes, 8, async (sb) => {
-      const members = views.filter((v) => v.c.pod_sandbox_id === sb.id);
-      const pod = await collector.pod(
-        { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY' },
-        members.map((m) => m.s),
-        signal,
-      );
-      return { sb, pod, members };
+    const bySandbox = new Map<string, ContainerView[]>();
+    mine.forEach((c, i) => {
+      const list = bySandbox.get(c.pod_sandbox_id ?? '');
+      if (list) list.push({ c, s: samples[i] });
+      else bySandbox.set(c.pod_sandbox_id ?? '', [{ c, s: samples[i] }]);
     });
+    const members = sandboxes.map((sb) => bySandbox.get(sb.id ?? '') ?? []);
+    const pods = await collector.pods(
+      sandboxes.map((sb, i) => ({ sandbox: { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY' }, members: members[i].map((m) => m.s) })),
+      signal,
+    );
+    return sandboxes.map((sb, i) => ({ sb, pod: pods[i], members: members[i] }));
   };
 
   return { mountpoint, containerViews, podViews };

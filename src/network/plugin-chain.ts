@@ -40,6 +40,10 @@ export class PluginChain {
 
   /** DEL through the list in reverse; every plugin is tried (each may hold state), the first error is thrown. */
   async del(entry: CacheEntry, signal: AbortSignal | undefined, log: Logger): Promise<void> {
+    // lo holds no state outside the netns and dies with it: best effort, and beside the chain
+    // rather than after it (it touches no link the chain does), so StopPodSandbox does not wait
+    // for one more plugin run
+    const lo = entry.netns ? this.loopback('DEL', entry, undefined, log).catch(() => undefined) : undefined;
     let first: Error | undefined;
     for (const plugin of [...entry.config.plugins].reverse()) {
       try {
@@ -48,8 +52,7 @@ export class PluginChain {
         first ??= err as Error;
       }
     }
-    // lo holds no state outside the netns and dies with it: best effort
-    if (entry.netns) await this.loopback('DEL', entry, undefined, log).catch(() => undefined);
+    await lo;
     if (first) throw first;
   }
 

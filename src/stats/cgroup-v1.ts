@@ -1,6 +1,6 @@
 import * as path from 'path';
 import { controllerDir, DEFAULT_CGROUP_ROOT, type CgroupPaths } from './cgroup-path';
-import { countLines, parseFlatKeyed, readBigInt, readNumber, readText } from './files';
+import { countLines, keyedValue, readBigInt, readNumber, readText } from './files';
 import { realLimit, workingSet, type CgroupUsage } from './usage';
 
 /**
@@ -9,7 +9,7 @@ import { realLimit, workingSet, type CgroupUsage } from './usage';
  * kernels that lack them.
  */
 /** A cgroup's file names, worked out once per CgroupPaths (the facts cache keeps the same object for a container's life). */
-const filesOf = new WeakMap<CgroupPaths, Promise<V1Files>>();
+const filesOf = new WeakMap<CgroupPaths, V1Files>();
 interface V1Files {
   cpu: string;
   usage: string;
@@ -35,30 +35,27 @@ async function v1Files(cg: CgroupPaths, root: string): Promise<V1Files> {
   };
 }
 
+/** memory.stat's hierarchical key, else the cgroup's own (keys end with the separator, see keyedValue). */
+function pick(stat: string | undefined, key: string): number | undefined {
+  return keyedValue(stat, `total_${key} `) ?? keyedValue(stat, `${key} `);
+}
+
 export async function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<CgroupUsage> {
-  let files = root === DEFAULT_CGROUP_ROOT ? filesOf.get(cg) : undefined;
-  if (!files) {
-    files = v1Files(cg, root);
-    if (root === DEFAULT_CGROUP_ROOT) filesOf.set(cg, files);
+  let f = root === DEFAULT_CGROUP_ROOT ? filesOf.get(cg) : undefined;
+  if (!f) {
+    f = await v1Files(cg, root);
+    if (root === DEFAULT_CGROUP_ROOT) filesOf.set(cg, f);
   }
-  const f = await files;
-  const [cpu, usage, limit, memStat, pids] = await Promise.all([
-    readBigInt(f.cpu),
-    readNumber(f.usage),
-    readNumber(f.limit),
-    readText(f.stat),
-    readNumber(f.pids),
-  ]);
-  const ms = parseFlatKeyed(memStat);
-  const pick = (k: string): number | undefined => ms.get(`total_${k}`) ?? ms.get(k);
+  const usage = readNumber(f.usage);
+  const stat = readText(f.stat);
   return {
-    cpuUsageNanos: cpu,
+    cpuUsageNanos: readBigInt(f.cpu),
     memoryUsage: usage,
-    memoryLimit: realLimit(limit),
-    workingSet: workingSet(usage, pick('inactive_file')),
-    rss: pick('rss'),
-    pageFaults: pick('pgfault'),
-    majorPageFaults: pick('pgmajfault'),
-    pids: pids ?? (await countLines(f.procs)),
+    memoryLimit: realLimit(readNumber(f.limit)),
+    workingSet: workingSet(usage, pick(stat, 'inactive_file')),
+    rss: pick(stat, 'rss'),
+    pageFaults: pick(stat, 'pgfault'),
+    majorPageFaults: pick(stat, 'pgmajfault'),
+    pids: readNumber(f.pids) ?? countLines(f.procs),
   };
 }

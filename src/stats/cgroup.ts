@@ -16,5 +16,4 @@ export async function cgroupOfPid(pid: number): Promise<CgroupPaths | undefined>
 }
 
 export { parseProcCgroup, type CgroupPaths } from './cgroup-path';
-export { parseFlatKeyed } from './files';
 export { workingSet, type CgroupUsage } from './usage';

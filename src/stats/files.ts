@@ -70,44 +70,79 @@ function readOpenFile(file: string): string | undefined {
   }
 }
 
+/**
+ * A file read through the shared buffer and closed at once, for files whose fd must not be
+ * kept: an open /proc/<pid>/net/dev holds the pod's network namespace (and its veth) alive.
+ * Saves readFileSync's fstat and buffer allocation.
+ */
+export function readTextOnce(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const n = readSync(fd, readBuf, 0, readBuf.length, 0);
+    return n < readBuf.length ? readBuf.toString('utf8', 0, n) : readTextSync(file);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Closes every cached cgroup file (tests, shutdown). */
 export function closeCgroupFiles(): void {
   sweep(Date.now(), true);
 }
 
-export async function readText(file: string): Promise<string | undefined> {
+/** A cgroup file's text, or undefined when it is missing or gone. */
+export function readText(file: string): string | undefined {
   return readOpenFile(file);
 }
 
 /** A file holding one unsigned integer; `max` and garbage read as undefined. */
-export async function readNumber(file: string): Promise<number | undefined> {
-  const t = (await readText(file))?.trim();
-  return t && /^\d+$/.test(t) ? Number(t) : undefined;
+export function readNumber(file: string): number | undefined {
+  const t = readOpenFile(file);
+  return t === undefined ? undefined : uintAt(t, 0);
 }
 
 /** Same, as a bigint: cumulative CPU nanoseconds outgrow 2^53 on big, long-lived hosts. */
-export async function readBigInt(file: string): Promise<bigint | undefined> {
-  const t = (await readText(file))?.trim();
-  return t && /^\d+$/.test(t) ? BigInt(t) : undefined;
+export function readBigInt(file: string): bigint | undefined {
+  const t = readOpenFile(file)?.trim();
+  return t && isDigits(t) ? BigInt(t) : undefined;
 }
 
-/** `key value` lines (memory.stat, cpu.stat) into numbers; non-numeric values are skipped. */
-export function parseFlatKeyed(text: string | undefined): Map<string, number> {
-  const out = new Map<string, number>();
-  if (!text) return out;
-  // a hand-rolled scan: this runs for every container of every stats call, and split/regex per line cost more than the read
-  let start = 0;
-  while (start < text.length) {
-    let end = text.indexOf('\n', start);
-    if (end < 0) end = text.length;
-    const line = text.slice(start, end).trim();
-    start = end + 1;
-    const space = line.search(/\s/);
-    if (space <= 0) continue;
-    const v = line.slice(space).trim();
-    if (v !== '' && isDigits(v)) out.set(line.slice(0, space), Number(v));
+/**
+ * The value of one `key value` line of a flat keyed file (memory.stat, cpu.stat), found
+ * without splitting the text: a container's memory.stat has dozens of lines and a stats
+ * call needs four of them, for every container. `key` must end with the separator
+ * (`'rss '`), so a key never matches a longer one (`rss_huge`) or a suffix (`total_rss`).
+ */
+export function keyedValue(text: string | undefined, key: string): number | undefined {
+  if (!text) return undefined;
+  if (text.startsWith(key)) return uintAt(text, key.length);
+  const at = text.indexOf(`\n${key}`);
+  return at < 0 ? undefined : uintAt(text, at + 1 + key.length);
+}
+
+/** The unsigned integer from `start` to the end of its line (trailing blanks allowed), else undefined. */
+function uintAt(text: string, start: number): number | undefined {
+  let v = 0;
+  let i = start;
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    v = v * 10 + (c - 48);
   }
-  return out;
+  if (i === start) return undefined;
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 10) break;
+    if (c !== 32 && c !== 9 && c !== 13) return undefined;
+  }
+  return v;
 }
 
 function isDigits(s: string): boolean {
@@ -119,7 +154,7 @@ function isDigits(s: string): boolean {
 }
 
 /** Non-empty lines of a file (cgroup.procs: one pid per line). */
-export async function countLines(file: string): Promise<number | undefined> {
-  const t = await readText(file);
+export function countLines(file: string): number | undefined {
+  const t = readOpenFile(file);
   return t === undefined ? undefined : t.split('\n').filter((l) => l.trim() !== '').length;
 }

@@ -1,4 +1,4 @@
-import { readTextSync } from './files';
+import { readTextOnce } from './files';
 
 export interface InterfaceUsage {
   name: string;
@@ -26,6 +26,6 @@ export function parseNetDev(text: string): InterfaceUsage[] {
 }
 
 export async function readNetDev(pid: number, proc = '/proc'): Promise<InterfaceUsage[] | undefined> {
-  const text = readTextSync(`${proc}/${pid}/net/dev`);
+  const text = readTextOnce(`${proc}/${pid}/net/dev`);
   return text === undefined ? undefined : parseNetDev(text);
 }

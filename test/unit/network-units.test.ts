@@ -189,10 +189,10 @@ describe('PluginChain', () => {
     expect(calls.map((c) => c.conf.type)).toEqual(['loopback', 'bridge']);
   });
 
-  it('DEL: the list in reverse, every plugin tried, the first error thrown; lo only with a netns', async () => {
+  it('DEL: the list in reverse, every plugin tried, the first error thrown; lo beside it, only with a netns', async () => {
     const { chain, calls } = make({ 'DEL portmap': 'first', 'DEL bridge': 'second' });
     await expect(chain.del(entry(['bridge', 'portmap']), undefined, quiet)).rejects.toThrow('first');
-    expect(calls.map((c) => `${c.inv.command} ${c.conf.type}`)).toEqual(['DEL portmap', 'DEL bridge', 'DEL loopback']);
+    expect(calls.map((c) => `${c.inv.command} ${c.conf.type}`)).toEqual(['DEL loopback', 'DEL portmap', 'DEL bridge']);
     const gone = make();
     await gone.chain.del({ ...entry(['bridge']), netns: '' }, undefined, quiet);
     expect(gone.calls.map((c) => c.conf.type)).toEqual(['bridge']);

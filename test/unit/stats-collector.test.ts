@@ -154,7 +154,7 @@ describe('stats collector', () => {
     expect(pod.usage.pids).toBe(4); // from the leaves
     expect(pod.network).toEqual([{ name: 'eth0', rxBytes: 5000, rxErrors: 1, txBytes: 3000, txErrors: 0 }]);
     const stats = toPodStats({ sb: { id: SB, metadata: { name: 'p', namespace: 'ns' } }, pod, members: [] } as PodView, '/var/lib/docker');
-    expect(stats.linux?.memory?.available_bytes?.value).toBe(String(100_000 - (50_000 - 100)));
+    expect(stats.linux?.memory?.available_bytes?.value).toBe(100_000 - (50_000 - 100));
   });
 
   it('a pod under Docker\'s shared parent is the sum of its containers, pause included', async () => {
@@ -176,6 +176,27 @@ describe('stats collector', () => {
     expect(pod.usage.pids).toBe(4);
     // host network: the pause's netns is the host's, not the pod's
     expect(pod.network).toBeUndefined();
+  });
+
+  it('many pods at once: each gets its own pause and members, in order; new ones a CPU rate', async () => {
+    const SB2 = 't'.repeat(64);
+    await tree(cgRoot, {
+      ...v1(`/docker/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/docker/${SB2}`, 2_000, 20_000, { pids: 1 }),
+      ...v1(`/docker/${C1}`, 8_000, 40_000, { pids: 3 }),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '200/cgroup': procCgroup(`/docker/${SB2}`), '101/cgroup': procCgroup(`/docker/${C1}`) });
+    const { docker } = fakeDocker(new Map([[SB, { pid: 100, hostNetwork: true }], [SB2, { pid: 200, hostNetwork: true }], [C1, { pid: 101 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 80 });
+    const members = await col.containers([{ id: C1, running: true }]);
+    const [a, b] = await col.pods([
+      { sandbox: { id: SB, running: true }, members },
+      { sandbox: { id: SB2, running: true }, members: [] },
+    ]);
+    expect(a.usage.memoryUsage).toBe(50_000);
+    expect(b.usage.memoryUsage).toBe(20_000);
+    expect(a.nanoCores).toBe(0);
+    expect(b.nanoCores).toBe(0);
   });
 
   it('a sandbox Docker does not know (checkpoint only) is asked about once, and reads as empty', async () => {
@@ -222,7 +243,7 @@ describe('cAdvisor metrics', () => {
     expect(all.length).toBeGreaterThan(10);
     for (const x of all) expect(x.label_values?.length).toBe(keys.get(x.name ?? '')?.length);
     const cpu = m.container_metrics?.[0].metrics?.find((x) => x.name === 'container_cpu_usage_seconds_total');
-    expect(cpu?.value?.value).toBe('3');
+    expect(cpu?.value?.value).toBe(3);
     expect(cpu?.label_values?.slice(0, 3)).toEqual(['app', C1, 'img']);
     expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual(['POD', SB, '', 'ns', 'p', 'eth0']);
     // pod totals are container="" as in cAdvisor, so per-container sums do not count them

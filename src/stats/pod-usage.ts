@@ -1,0 +1,82 @@
+import { childCgroups, keyPath, parentCgroup, type CgroupPaths } from './cgroup-path';
+import { readCgroupUsage } from './cgroup';
+import { readNetDev } from './netdev';
+import type { RateTracker } from './rate';
+import { wallNanos, type PodSample, type Sample, type Target } from './sample';
+import type { CgroupUsage } from './usage';
+
+/** Field-wise sum; a field is set when any reading has it. */
+export function sumUsage(all: readonly CgroupUsage[]): CgroupUsage {
+  const num = (f: (u: CgroupUsage) => number | undefined): number | undefined => {
+    let sum: number | undefined;
+    for (const u of all) {
+      const v = f(u);
+      if (v !== undefined) sum = (sum ?? 0) + v;
+    }
+    return sum;
+  };
+  let cpu: bigint | undefined;
+  for (const u of all) if (u.cpuUsageNanos !== undefined) cpu = (cpu ?? 0n) + u.cpuUsageNanos;
+  return {
+    cpuUsageNanos: cpu,
+    memoryUsage: num((u) => u.memoryUsage),
+    workingSet: num((u) => u.workingSet),
+    rss: num((u) => u.rss),
+    pageFaults: num((u) => u.pageFaults),
+    majorPageFaults: num((u) => u.majorPageFaults),
+    pids: num((u) => u.pids),
+  };
+}
+
+/**
+ * The pod cgroup, when there is one of its own: the sandbox was given a
+ * CgroupParent, every running member sits directly under the same parent, and
+ * that parent holds nothing but this pod's containers. Docker's default
+ * parent (/docker, system.slice) is shared by all containers, so there the
+ * pod is the sum of its containers.
+ */
+export async function findPodCgroup(pause: Sample, members: readonly Sample[], root: string): Promise<CgroupPaths | undefined> {
+  const pf = pause.facts;
+  if (!pf?.cgroup || !pf.cgroupParent) return undefined;
+  const parent = parentCgroup(pf.cgroup);
+  const parentKey = keyPath(parent);
+  if (!parentKey || parentKey === '/') return undefined;
+  for (const m of members) {
+    if (m.facts?.cgroup && keyPath(parentCgroup(m.facts.cgroup)) !== parentKey) return undefined;
+  }
+  const ids = [pause.id, ...members.map((m) => m.id)];
+  const children = await childCgroups(parent, root);
+  if (!children || !children.every((c) => ids.some((id) => c.includes(id)))) return undefined;
+  return parent;
+}
+
+export interface PodSources {
+  rates: RateTracker;
+  cgroupRoot: string;
+  procRoot: string;
+}
+
+/**
+ * A pod's totals from its pause container's and members' readings: the pod
+ * cgroup when it has one, else their sum; the network from the pause process's
+ * netns, read once per pod.
+ */
+export async function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, members: readonly Sample[]): Promise<PodSample> {
+  const running = members.filter((m) => m.facts?.cgroup);
+  const cg = sandbox.running ? await findPodCgroup(pause, running, src.cgroupRoot) : undefined;
+  const timestamp = wallNanos();
+  const pf = pause.facts;
+  const network = sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? await readNetDev(pf.pid, src.procRoot) : undefined;
+  const all = [pause, ...members];
+  const summed = sumUsage(all.map((s) => s.usage));
+  if (cg) {
+    // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
+    const usage = { ...(await readCgroupUsage(cg, src.cgroupRoot)), pids: summed.pids };
+    const nanoCores =
+      usage.cpuUsageNanos !== undefined ? src.rates.observe(`pod:${sandbox.id}`, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
+    return { timestamp, usage, nanoCores, source: 'pod-cgroup', network };
+  }
+  let nanoCores: number | undefined;
+  for (const s of all) if (s.nanoCores !== undefined) nanoCores = (nanoCores ?? 0) + s.nanoCores;
+  return { timestamp, usage: summed, nanoCores, source: 'sum', network };
+}

@@ -1,0 +1,36 @@
+import type { ContainerFacts } from './facts';
+import type { InterfaceUsage } from './netdev';
+import type { CgroupUsage } from './usage';
+
+/** A container (or pause container) to read, with its state from the caller's list. */
+export interface Target {
+  id: string;
+  running: boolean;
+}
+
+export type TargetKind = 'container' | 'sandbox';
+
+export interface Sample {
+  id: string;
+  /** Wall-clock time of the reading, ns since the epoch (a decimal string, as CRI timestamps travel). */
+  timestamp: string;
+  usage: CgroupUsage;
+  /** CPU use since the previous reading of the same container, in nanocores. */
+  nanoCores?: number;
+  writable?: { bytes: number; inodes: number };
+  /** Facts the pod aggregation needs (cgroup paths, netns pid). */
+  facts?: ContainerFacts;
+}
+
+export interface PodSample {
+  timestamp: string;
+  /** The pod cgroup's usage, or the sum of its containers' (pause included). */
+  usage: CgroupUsage;
+  nanoCores?: number;
+  source: 'pod-cgroup' | 'sum';
+  /** Interfaces of the pod netns; undefined when not ready or on the host network. */
+  network?: InterfaceUsage[];
+}
+
+/** Now as a CRI timestamp: ns since the epoch, in decimal (string arithmetic: no bigint per reading). */
+export const wallNanos = (): string => `${Date.now()}000000`;

@@ -1,0 +1,56 @@
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { closeCgroupFiles, keyedValue, readBigInt, readNumber } from '../../src/stats/files';
+
+describe('keyedValue', () => {
+  const stat = 'cache 100\nrss 999\nrss_huge 7\ninactive_file 5\ntotal_rss 4096\ntotal_inactive_file 2048\n';
+  it('finds a key at the start and inside the text, never a longer key or a suffix', () => {
+    expect(keyedValue(stat, 'cache ')).toBe(100);
+    expect(keyedValue(stat, 'rss ')).toBe(999);
+    expect(keyedValue(stat, 'rss_huge ')).toBe(7);
+    expect(keyedValue(stat, 'total_rss ')).toBe(4096);
+    expect(keyedValue(stat, 'inactive_file ')).toBe(5);
+    expect(keyedValue(stat, 'total_inactive_file ')).toBe(2048);
+  });
+  it('a missing key, an empty text and a non-numeric value read as undefined', () => {
+    expect(keyedValue(stat, 'pgfault ')).toBeUndefined();
+    expect(keyedValue(undefined, 'rss ')).toBeUndefined();
+    expect(keyedValue('', 'rss ')).toBeUndefined();
+    expect(keyedValue('rss -1\n', 'rss ')).toBeUndefined();
+    expect(keyedValue('rss 12x\n', 'rss ')).toBeUndefined();
+  });
+  it('the last line needs no newline; trailing blanks are allowed', () => {
+    expect(keyedValue('a 1\nusage_usec 2500', 'usage_usec ')).toBe(2500);
+    expect(keyedValue('usage_usec 2500 \r\n', 'usage_usec ')).toBe(2500);
+  });
+});
+
+describe('single-value cgroup files', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-stats-files-'));
+  });
+  afterEach(async () => {
+    closeCgroupFiles();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('numbers, `max`, garbage and missing files', async () => {
+    const f = (name: string, text: string): Promise<void> => fsp.writeFile(path.join(dir, name), text);
+    await Promise.all([f('n', '4096\n'), f('max', 'max\n'), f('junk', '12 34\n'), f('big', '18446744073709551615\n')]);
+    expect(readNumber(path.join(dir, 'n'))).toBe(4096);
+    expect(readNumber(path.join(dir, 'max'))).toBeUndefined();
+    expect(readNumber(path.join(dir, 'junk'))).toBeUndefined();
+    expect(readNumber(path.join(dir, 'none'))).toBeUndefined();
+    expect(readBigInt(path.join(dir, 'big'))).toBe(18446744073709551615n);
+  });
+
+  it('an open file is read again from its start, so a rewritten value is seen', async () => {
+    const file = path.join(dir, 'usage');
+    await fsp.writeFile(file, '1\n');
+    expect(readNumber(file)).toBe(1);
+    await fsp.writeFile(file, '22\n');
+    expect(readNumber(file)).toBe(22);
+  });
+});
