@@ -4,7 +4,7 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost)
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
@@ -21,6 +21,7 @@ import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { relistCost } from './relist-cost';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -33,6 +34,7 @@ const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
 
 const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
+const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
 const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
 
 type Row = [string, string, string, string];
@@ -558,6 +560,12 @@ async function main(): Promise<void> {
     if (wanted('concurrent')) await concurrent(d);
     if (wanted('lists')) await lists(d);
     if (wanted('memory')) await memory(d);
+    if (wanted('relist-cost')) await relistCost(
+      { pid: d.proc.pid ?? 0, call: (method, req) => rpc(d, method, req), runPod: () => runPodWithApp(d, true), removePod: (id) => removePod(d, id) },
+      docker,
+      relistSizes,
+      record,
+    );
     if (wanted('kubelet-load')) await kubeletLoad(
       {
         pid: d.proc.pid ?? 0,
