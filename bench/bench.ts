@@ -4,7 +4,7 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost)
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, logs)
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
@@ -591,7 +591,8 @@ async function main(): Promise<void> {
     }
     await fsp.rm(d.dir, { recursive: true, force: true });
   }
-  await logs();
+  // --only without `logs` skips it: its full run holds the shared dockerd for minutes
+  if (wanted('logs')) await logs();
   await report();
 }
 
