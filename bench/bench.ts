@@ -116,6 +116,8 @@ async function startDaemon(): Promise<Daemon> {
   // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(process.execPath, [
     ...shebangFlags(main),
+    // e.g. BENCH_DAEMON_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
+    ...(process.env.BENCH_DAEMON_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
     main,
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
