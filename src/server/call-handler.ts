@@ -52,13 +52,20 @@ function makeContext(
     // setTimeout cannot wait longer than 2^31-1 ms
     timer = setTimeout(() => ac.abort(deadlineExceeded(`${method} deadline exceeded`)), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
   }
+  // made on first use: most calls (every List the kubelet polls) never log anything of their own
+  let log: Logger | undefined;
   const ctx: CallContext = {
     signal: ac.signal,
     method,
-    log: logger.child({ rpc: method, ...fields }),
+    get log(): Logger {
+      return (log ??= logger.child({ rpc: method, ...fields }));
+    },
+    set log(value: Logger) {
+      log = value;
+    },
     annotate(more) {
       Object.assign(fields, more);
-      ctx.log = logger.child({ rpc: method, ...fields });
+      log = undefined;
     },
   };
   return {
@@ -82,11 +89,12 @@ export function wrapHandler(
   const finish = (fields: Record<string, string>, started: bigint, err: DomainError | null): void => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const code = err ? grpcStatusOf(err.kind) : grpc.status.OK;
-    const line = { rpc: method, code: grpc.status[code], ms: Math.round(seconds * 1000), ...fields };
-    if (err && code !== grpc.status.NOT_FOUND && code !== grpc.status.UNIMPLEMENTED) {
-      logger.warn(`${method} failed: ${err.message}`, line);
-    } else {
-      logger.log(level, method, line);
+    const failed = err !== null && code !== grpc.status.NOT_FOUND && code !== grpc.status.UNIMPLEMENTED;
+    // winston formats an entry before its transport drops it for its level: skip that work
+    if (failed || logger.isLevelEnabled(level)) {
+      const line = { rpc: method, code: grpc.status[code], ms: Math.round(seconds * 1000), ...fields };
+      if (failed) logger.warn(`${method} failed: ${err.message}`, line);
+      else logger.log(level, method, line);
     }
     opts.onCallDone?.(method, code, seconds);
   };
