@@ -179,6 +179,12 @@ export function withAuthorityFix(socket: net.Socket): Duplex {
     write(chunk: Buffer, _enc, cb) {
       socket.write(chunk, cb);
     },
+    // what HTTP/2 flushes together (a response's headers, data and trailers) leaves in one writev
+    writev(chunks: Array<{ chunk: Buffer }>, cb) {
+      socket.cork();
+      chunks.forEach(({ chunk }, i) => socket.write(chunk, i === chunks.length - 1 ? cb : undefined));
+      socket.uncork();
+    },
     final(cb) {
       socket.end(cb);
     },
