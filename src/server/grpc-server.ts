@@ -3,6 +3,7 @@ import * as net from 'net';
 import * as grpc from '@grpc/grpc-js';
 import { withAuthorityFix } from './authority-fix';
 import { wrapHandler, type HandlerOptions } from './call-handler';
+import { withCachedListEncoding } from './list-encoding';
 import { loadCriProto, MAX_MESSAGE_BYTES } from './proto';
 import type { ImageImpl, RuntimeImpl, StreamImpl, UnaryImpl } from './rpc';
 import { STREAMING_METHODS } from './rpc';
@@ -45,7 +46,8 @@ export function createGrpcServer(opts: CriServerOptions): grpc.Server {
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   });
-  server.addService(proto.runtime.v1.RuntimeService.service, buildService(proto.runtime.v1.RuntimeService.service, opts.runtime, opts));
+  const runtime = withCachedListEncoding(proto.runtime.v1.RuntimeService.service);
+  server.addService(runtime, buildService(runtime, opts.runtime, opts));
   server.addService(proto.runtime.v1.ImageService.service, buildService(proto.runtime.v1.ImageService.service, opts.image, opts));
   return server;
 }
