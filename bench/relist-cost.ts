@@ -33,6 +33,10 @@ function cpuMs(pid: number): number {
   return sum / 1e6;
 }
 
+function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+}
+
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
@@ -56,6 +60,7 @@ async function measure(pid: number, n: number, fn: () => Promise<unknown>): Prom
 export async function relistCost(t: RelistTarget, docker: Docker, sizes: { pods: number; calls: number }, record: Record4): Promise<void> {
   const dockerd = Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
   const pods: string[] = [];
+  const idle = rssMiB(t.pid);
   try {
     for (let i = 0; i < sizes.pods; i++) pods.push(await t.runPod());
     const f = (n: number): string => `${n.toFixed(2)} ms`;
@@ -73,6 +78,7 @@ export async function relistCost(t: RelistTarget, docker: Docker, sizes: { pods:
     const byPod = await measure(t.pid, sizes.calls, () => t.call('ListContainers', { filter: { pod_sandbox_id: pods[0] } }));
     const status = await measure(t.pid, sizes.calls, () => t.call('PodSandboxStatus', { pod_sandbox_id: pods[0] }));
     record(`${tag}: CPU per ListContainers(pod) / PodSandboxStatus`, `${f(byPod.cpu)} / ${f(status.cpu)}`, '-', '-');
+    record(`${tag}: runtime RSS idle before the pods / after the calls`, `${idle.toFixed(1)} MiB / ${rssMiB(t.pid).toFixed(1)} MiB`, '-', '-');
   } finally {
     for (const id of pods) await t.removePod(id).catch(() => undefined);
   }
