@@ -1,16 +1,11 @@
 import * as http from 'http';
 import type { AddressInfo } from 'net';
 import type { Duplex } from 'stream';
-import { WebSocketServer } from 'ws';
 import type { DockerApi } from '../docker/client';
 import type { Logger } from '../logging/logger';
-import { podDialer } from './pod-dialer';
-import { parsePort, spdyPortForward, wsPortForward } from './portforward';
-import { SPDY_PORTFORWARD_PROTOCOLS, SPDY_REMOTECOMMAND_PROTOCOLS, WS_PORTFORWARD_PROTOCOLS, WS_REMOTECOMMAND_PROTOCOLS } from './remotecommand';
-import { runAttachSession, runExecSession, type StreamSet } from './session';
-import { acceptSpdy, spdyRemoteCommand } from './spdy';
+import { httpError } from './http-error';
+import type { SessionHandler } from './sessions';
 import { createTokenStore } from './tokens';
-import { acceptWebSocket, pickProtocol, wsRemoteCommand } from './websocket';
 
 export interface StreamingConfig {
   /** Default 127.0.0.1: the kubelet proxies streams, nobody else needs to reach us. */
@@ -45,10 +40,6 @@ export interface StreamingServer {
 
 const errMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
-function httpError(socket: Duplex, code: number, text: string, body: string): void {
-  socket.end(`HTTP/1.1 ${code} ${text}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-}
-
 export async function startStreamingServer(opts: StreamingServerOptions): Promise<StreamingServer> {
   const log = opts.logger.child({ component: 'streaming' });
   const tokens = createTokenStore<StreamRequest>({ ttlMs: opts.tokenTtlMs });
@@ -57,8 +48,11 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
     // plain requests are never served: a token is only redeemed by an upgrade
     res.writeHead(400, { 'Content-Type': 'text/plain' }).end('streaming endpoints need an SPDY/3.1 or WebSocket upgrade\n');
   });
-  const wssRemote = new WebSocketServer({ noServer: true, handleProtocols: pickProtocol(WS_REMOTECOMMAND_PROTOCOLS), perMessageDeflate: false });
-  const wssPortForward = new WebSocketServer({ noServer: true, handleProtocols: pickProtocol(WS_PORTFORWARD_PROTOCOLS), perMessageDeflate: false });
+  // SPDY, WebSocket and the session code are loaded on the first upgrade: most nodes
+  // never exec, attach or port-forward, and they would hold that memory all day
+  let sessions: Promise<SessionHandler> | undefined;
+  const sessionHandler = (): Promise<SessionHandler> =>
+    (sessions ??= import('./sessions').then((m) => m.createSessionHandler(opts.docker, log)));
 
   server.on('connection', (s: Duplex) => {
     sockets.add(s);
@@ -82,62 +76,16 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
     const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
     const isSpdy = upgrade.startsWith('spdy/');
     if (!isSpdy && upgrade !== 'websocket') return httpError(socket, 400, 'Bad Request', 'expected Upgrade: SPDY/3.1 or websocket\n');
-    void serve(sr, req, url, socket, head, isSpdy).catch((err) => {
-      log.warn('streaming session failed', { kind: sr.kind, error: errMessage(err), ...ids(sr) });
-      socket.destroy();
-    });
+    void sessionHandler()
+      .then((h) => h.serve(sr, req, url, socket, head, isSpdy))
+      .catch((err: unknown) => {
+        log.warn('streaming session failed', { kind: sr.kind, error: errMessage(err), ...ids(sr) });
+        socket.destroy();
+      });
   });
 
   function ids(sr: StreamRequest): Record<string, string> {
     return sr.kind === 'portforward' ? { podSandboxId: sr.podSandboxId } : { containerId: sr.containerId };
-  }
-
-  async function serve(sr: StreamRequest, req: http.IncomingMessage, url: URL, socket: Duplex, head: Buffer, isSpdy: boolean): Promise<void> {
-    if (sr.kind === 'portforward') {
-      let ports = sr.ports;
-      if (!isSpdy) {
-        const q = [...url.searchParams.getAll('port'), ...url.searchParams.getAll('ports').flatMap((v) => v.split(','))];
-        if (q.length) {
-          const parsed = q.map((v) => parsePort(v));
-          if (parsed.some((p) => p === undefined)) return httpError(socket, 400, 'Bad Request', `invalid port in ${q.join(',')}\n`);
-          ports = parsed as number[];
-        }
-        if (!ports.length) return httpError(socket, 400, 'Bad Request', 'no ports to forward\n');
-      }
-      let dialer;
-      try {
-        dialer = await podDialer(opts.docker, sr.podSandboxId, log);
-      } catch (err) {
-        return httpError(socket, 500, 'Internal Server Error', `${errMessage(err)}\n`);
-      }
-      log.info('port-forward session started', { podSandboxId: sr.podSandboxId, transport: isSpdy ? 'spdy' : 'websocket' });
-      if (isSpdy) {
-        const up = acceptSpdy(req, socket, head, SPDY_PORTFORWARD_PROTOCOLS);
-        if (!up) return dialer.close();
-        spdyPortForward(up, dialer, sr.podSandboxId, log);
-      } else {
-        const ws = await acceptWebSocket(wssPortForward, req, socket, head, WS_PORTFORWARD_PROTOCOLS);
-        if (!ws) return dialer.close();
-        wsPortForward(ws, ports, dialer, sr.podSandboxId, log);
-      }
-      return;
-    }
-    const wants = { stdin: sr.stdin, stdout: sr.stdout, stderr: sr.stderr, tty: sr.tty };
-    let streams: StreamSet;
-    if (isSpdy) {
-      const up = acceptSpdy(req, socket, head, SPDY_REMOTECOMMAND_PROTOCOLS);
-      if (!up) return;
-      streams = await spdyRemoteCommand(up, wants);
-    } else {
-      const ws = await acceptWebSocket(wssRemote, req, socket, head, WS_REMOTECOMMAND_PROTOCOLS);
-      if (!ws) return;
-      streams = wsRemoteCommand(ws, wants);
-    }
-    if (sr.kind === 'exec') {
-      await runExecSession(opts.docker, sr.containerId, { cmd: sr.cmd, tty: sr.tty, stdin: sr.stdin, stdout: sr.stdout, stderr: sr.stderr }, streams, log);
-    } else {
-      await runAttachSession(opts.docker, sr.containerId, { stdin: sr.stdin, stdout: sr.stdout, stderr: sr.stderr }, streams, log);
-    }
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -165,8 +113,7 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
       tokens.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sockets) s.destroy();
-      wssRemote.close();
-      wssPortForward.close();
+      if (sessions) (await sessions.catch(() => undefined))?.close();
       await closed;
     },
   };
