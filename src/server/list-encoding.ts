@@ -19,14 +19,23 @@ const CACHED_LISTS: Record<string, { field: string; item: string }> = {
 /** Field 1, wire type 2 (length-delimited). */
 const FIELD_1_TAG = 0x0a;
 
-function varint(n: number): Buffer {
+function varint(n: number): number[] {
   const out: number[] = [];
   while (n > 0x7f) {
     out.push((n & 0x7f) | 0x80);
     n >>>= 7;
   }
   out.push(n);
-  return Buffer.from(out);
+  return out;
+}
+
+/** Tag, length and message in a buffer of its own: a slice of Node's shared pool would keep a whole 8 KiB slab alive per entry. */
+function entryBytes(raw: Uint8Array): Buffer {
+  const head = [FIELD_1_TAG, ...varint(raw.length)];
+  const out = Buffer.allocUnsafeSlow(head.length + raw.length);
+  out.set(head, 0);
+  out.set(raw, head.length);
+  return out;
 }
 
 /** A serializer for `{ [field]: item[] }` answers that encodes each item object once. */
@@ -43,7 +52,7 @@ export function cachedListSerializer(itemType: protobuf.Type, field: string, fal
       let bytes = encoded.get(item);
       if (!bytes) {
         const raw = itemType.encode(itemType.fromObject(item as Record<string, unknown>)).finish();
-        bytes = Buffer.concat([Buffer.from([FIELD_1_TAG]), varint(raw.length), raw]);
+        bytes = entryBytes(raw);
         encoded.set(item, bytes);
       }
       parts.push(bytes);
