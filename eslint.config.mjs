@@ -15,6 +15,17 @@ const GRPC_MAPPING = {
   message: 'The domain error -> gRPC status mapping belongs to the server layer; import DomainError and helpers from src/errors.ts.',
 };
 
+// A handler is one RPC: what two handlers share lives in a domain folder, not in a handler file.
+const RPC_SIBLINGS = {
+  group: ['./*', '!./deps', '../rpc/*', '!../rpc/deps'],
+  message: 'A handler in src/rpc/ imports no other handler; put what RPCs share in src/sandbox/, src/container/, src/images/ or src/cri/.',
+};
+// The layers under the handlers never reach up to them.
+const UPWARD_FROM_LOW_LAYERS = {
+  group: ['**/rpc/*', '**/cri/*', '**/sandbox/*', '**/container/*'],
+  message: 'src/docker/ and src/state/ sit below the handlers and the CRI model; move what both need down (e.g. src/labels.ts, src/time.ts).',
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'bench/dist/**', 'dist-pkg/**', 'src/generated/**', 'node_modules/**', 'coverage/**'] },
   js.configs.recommended,
@@ -48,6 +59,16 @@ export default tseslint.config(
   {
     // the Docker boundary: dockerode (values and types) is imported here and nowhere else
     files: ['src/docker/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC], patterns: [GRPC_MAPPING] }] },
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS] }] },
+  },
+  {
+    files: ['src/state/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS] }] },
+  },
+  {
+    // one file per RPC; only the wiring (runtime-service.ts, image-service.ts) composes handlers
+    files: ['src/rpc/**/*.ts'],
+    ignores: ['src/rpc/runtime-service.ts', 'src/rpc/image-service.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE], patterns: [GRPC_MAPPING, RPC_SIBLINGS] }] },
   },
 );

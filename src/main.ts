@@ -8,7 +8,7 @@ import { logHostChecks } from './doctor/startup-log';
 import { createLogger, setRootLogger } from './logging/logger';
 import { createNotifier } from './readiness/notify';
 import { startReadiness } from './readiness/readiness';
-import { enterRuntimeCgroup } from './runtime-cgroup';
+import { enterRuntimeCgroup } from './cgroups/runtime-cgroup';
 
 /** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

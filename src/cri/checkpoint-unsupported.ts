@@ -2,7 +2,8 @@ import { unimplemented } from '../errors';
 
 /**
  * Docker's checkpoint support is experimental, needs CRIU and cannot export an
- * archive the kubelet can restore elsewhere, so these answer why they are absent.
+ * archive the kubelet can restore elsewhere, so CheckpointContainer, CheckpointPod and
+ * RestorePod (src/rpc/) answer why they are absent.
  */
 export function checkpointUnsupported(method: string) {
   return async (): Promise<never> => {

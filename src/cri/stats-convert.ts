@@ -2,8 +2,8 @@ import type { RuntimeRes } from '../server/rpc';
 import type { PodSample, Sample } from '../stats/collector';
 import type { InterfaceUsage } from '../stats/netdev';
 import type { CgroupUsage } from '../stats/usage';
-import type { listContainers } from './container-list';
-import type { listSandboxes } from './sandbox-list';
+import type { listContainers } from '../container/list';
+import type { listSandboxes } from '../sandbox/list';
 
 export type CriContainer = Awaited<ReturnType<typeof listContainers>>[number];
 export type CriSandbox = Awaited<ReturnType<typeof listSandboxes>>[number];

@@ -1,6 +1,6 @@
 import type { DockerApi } from './client';
 import type { Logger } from '../logging/logger';
-import { rfc3339ToNanos } from '../cri/time';
+import { rfc3339ToNanos } from '../time';
 
 /** The fields of a Docker event crishim uses. */
 export interface DockerEvent {

@@ -3,7 +3,7 @@ import type { DockerApi } from '../docker/client';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
 import { fromDockerError, isDockerNotFound } from '../docker/errors';
-import { TYPE_LABEL } from '../cri/labels';
+import { TYPE_LABEL } from '../labels';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
 

@@ -2,23 +2,15 @@ import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import {
-  cgroupVersionOf,
-  dockerBinds,
-  dockerContainerSpec,
-  dockerResources,
-  hugepageLimitsOf,
-  resolveLogPath,
-  sharesFromWeight,
-  stopSignalOf,
-  type ContainerConfig,
-} from '../../src/cri/container-config';
-import { containerStatus } from '../../src/cri/container-status';
-import { HUGEPAGE_LIMITS_LABEL } from '../../src/cri/labels';
-import { startContainer } from '../../src/cri/container-start';
-import type { LogManager } from '../../src/cri/container-logs';
-import { hugetlbCgroup, updateContainerResources } from '../../src/cri/container-update';
-import type { ServiceDeps } from '../../src/cri/deps';
+import { dockerBinds, dockerContainerSpec, resolveLogPath, stopSignalOf, type ContainerConfig } from '../../src/cri/container-config';
+import { cgroupVersionOf, dockerResources, hugepageLimitsOf, sharesFromWeight } from '../../src/cri/container-resources';
+import { containerStatus } from '../../src/rpc/container-status';
+import { HUGEPAGE_LIMITS_LABEL } from '../../src/labels';
+import { startContainer } from '../../src/rpc/start-container';
+import type { LogManager } from '../../src/logs/log-manager';
+import { updateContainerResources } from '../../src/rpc/update-container-resources';
+import { hugetlbCgroup } from '../../src/cgroups/hugetlb';
+import type { ServiceDeps } from '../../src/rpc/deps';
 import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/capabilities';
 import type { Logger } from '../../src/logging/logger';
 import { DomainError } from '../../src/errors';

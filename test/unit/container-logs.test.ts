@@ -4,7 +4,8 @@ import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
 import type { DockerApi } from '../../src/docker/client';
-import { createLogManager, DOCKER_PARTIAL_BYTES, TtyRecordParser, type LogManager } from '../../src/cri/container-logs';
+import { createLogManager, type LogManager } from '../../src/logs/log-manager';
+import { DOCKER_PARTIAL_BYTES, TtyRecordParser } from '../../src/logs/docker-frames';
 import { criLines } from '../../src/logging/cri-log';
 
 const T1 = '2026-11-22T19:12:10.713107804Z';

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { CriLogFile, criEntries, criLines, lastEntries, lastTimestamp } from '../../src/logging/cri-log';
-import { FrameParser, splitRecord } from '../../src/cri/container-logs';
+import { FrameParser, splitRecord } from '../../src/logs/docker-frames';
 
 const TS = '2026-11-22T11:10:43.123456789Z';
 

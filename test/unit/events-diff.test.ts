@@ -1,5 +1,5 @@
-import { applyAction, diffSnapshots, phaseOf, snapshotOf, type Snapshot } from '../../src/cri/container-events';
-import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_CONTAINER, TYPE_SANDBOX } from '../../src/cri/labels';
+import { applyAction, diffSnapshots, phaseOf, snapshotOf, type Snapshot } from '../../src/events/hub';
+import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_CONTAINER, TYPE_SANDBOX } from '../../src/labels';
 
 const pod = (id: string, State: string) => ({ Id: id, State, Labels: { [TYPE_LABEL]: TYPE_SANDBOX, unrelated: 'x' } });
 const ctr = (id: string, State: string, sandbox = 'p1') => ({ Id: id, State, Labels: { [TYPE_LABEL]: TYPE_CONTAINER, [SANDBOX_ID_LABEL]: sandbox } });

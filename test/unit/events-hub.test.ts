@@ -1,8 +1,8 @@
 import { PassThrough } from 'stream';
 import * as winston from 'winston';
-import { createEventHub } from '../../src/cri/container-events';
-import type { ServiceDeps } from '../../src/cri/deps';
-import { SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../../src/cri/labels';
+import { createEventHub } from '../../src/events/hub';
+import type { ServiceDeps } from '../../src/rpc/deps';
+import { SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../../src/labels';
 import type { DockerApi } from '../../src/docker/client';
 
 const SEC = 1e9;

@@ -4,11 +4,11 @@ import * as path from 'path';
 import { PassThrough } from 'stream';
 import Docker from 'dockerode';
 import winston from 'winston';
-import { imageUser, pinnedMatcher } from '../../src/cri/image-common';
-import { imageFsInfoRpc, layerStoreBytes } from '../../src/cri/image-fs';
-import { refersToId } from '../../src/cri/image-remove';
-import { imageHandlers } from '../../src/cri/image-service';
-import type { ServiceDeps } from '../../src/cri/deps';
+import { imageUser, pinnedMatcher } from '../../src/images/image-common';
+import { imageFsInfoRpc, layerStoreBytes } from '../../src/rpc/image-fs-info';
+import { refersToId } from '../../src/rpc/remove-image';
+import { imageHandlers } from '../../src/rpc/image-service';
+import type { ServiceDeps } from '../../src/rpc/deps';
 import { pullImage } from '../../src/docker/images';
 import type { CallContext } from '../../src/server/rpc';
 

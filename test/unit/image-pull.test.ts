@@ -1,7 +1,8 @@
 import winston from 'winston';
 import type { RegistryAuth } from '../../src/docker/images';
-import { createPullCoalescer, dockerAuth, pullKey, pullImageRpc, type Puller } from '../../src/cri/image-pull';
-import type { ServiceDeps } from '../../src/cri/deps';
+import { pullImageRpc } from '../../src/rpc/pull-image';
+import { createPullCoalescer, dockerAuth, pullKey, type Puller } from '../../src/images/pull';
+import type { ServiceDeps } from '../../src/rpc/deps';
 import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
 

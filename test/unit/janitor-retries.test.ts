@@ -1,5 +1,5 @@
-import { releaseOrphanNetworks, TeardownRetries } from '../../src/cri/recovery';
-import type { ServiceDeps } from '../../src/cri/deps';
+import { releaseOrphanNetworks, TeardownRetries } from '../../src/recovery/reconcile';
+import type { ServiceDeps } from '../../src/rpc/deps';
 import type { Logger } from '../../src/logging/logger';
 
 describe('orphaned CNI teardowns that keep failing', () => {

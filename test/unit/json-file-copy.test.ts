@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import winston from 'winston';
-import { skipUpTo } from '../../src/cri/container-logs';
+import { skipUpTo } from '../../src/logs/log-manager';
 import { CriLogFile, truncateToMark } from '../../src/logging/cri-log';
 import { startJsonFileCopy } from '../../src/logs/json-file-copy';
 import { convertJsonLines, criEntriesText, normaliseTime } from '../../src/logs/json-file-records';

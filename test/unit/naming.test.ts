@@ -1,5 +1,5 @@
 import { containerName, parseName, sandboxName, withRandomSuffix } from '../../src/cri/naming';
-import { makeLabels, matchesSelector, splitLabels, TYPE_LABEL } from '../../src/cri/labels';
+import { makeLabels, matchesSelector, splitLabels, TYPE_LABEL } from '../../src/labels';
 
 describe('dockershim names', () => {
   const pod = { name: 'web', namespace: 'default', uid: 'u-1', attempt: 2 };

@@ -1,4 +1,4 @@
-import { checkRequestLabels, makeLabels, splitLabels } from '../../src/cri/labels';
+import { checkRequestLabels, makeLabels, splitLabels } from '../../src/labels';
 import { DomainError } from '../../src/errors';
 
 const identity = { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': 'u1' };

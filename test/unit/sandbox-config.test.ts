@@ -2,16 +2,10 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import winston from 'winston';
-import type { ServiceDeps } from '../../src/cri/deps';
-import {
-  cniPortMappings,
-  hostConfigFor,
-  pauseContainerSpec,
-  portMappingsOf,
-  runPodSandbox,
-  writeResolvConf,
-  type SandboxConfig,
-} from '../../src/cri/sandbox-run';
+import type { ServiceDeps } from '../../src/rpc/deps';
+import { runPodSandbox } from '../../src/rpc/run-pod-sandbox';
+import { hostConfigFor, pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../../src/sandbox/pause-container';
+import { cniPortMappings, portMappingsOf } from '../../src/sandbox/port-mappings';
 import type { PodNetworkRequest } from '../../src/network/types';
 import type { CallContext } from '../../src/server/rpc';
 

@@ -1,4 +1,4 @@
-import { sendChunks, STREAM_CHUNK } from '../../src/cri/stream-lists';
+import { sendChunks, STREAM_CHUNK } from '../../src/server/stream-chunks';
 
 /** The Stream* RPCs send their List twin's result in chunks: nothing lost, nothing repeated, order kept. */
 describe('sendChunks', () => {

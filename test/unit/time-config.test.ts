@@ -2,9 +2,9 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { buildCli, DEFAULTS, parseConfig } from '../../src/config';
-import { joinCgroup, parseCgroupMounts } from '../../src/runtime-cgroup';
+import { joinCgroup, parseCgroupMounts } from '../../src/cgroups/runtime-cgroup';
 import { lowestOomScoreAdj } from '../../src/docker/oom-score';
-import { rfc3339ToNanos, secondsToNanos } from '../../src/cri/time';
+import { rfc3339ToNanos, secondsToNanos } from '../../src/time';
 import { dockerOptions } from '../../src/docker/client';
 
 describe('timestamps', () => {

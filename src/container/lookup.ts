@@ -1,0 +1,36 @@
+import type * as Docker from '../docker/types';
+import { failedPrecondition, notFound } from '../errors';
+import type { CallContext } from '../server/rpc';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
+import type { ServiceDeps } from '../rpc/deps';
+import { TYPE_CONTAINER, TYPE_LABEL } from '../labels';
+
+/** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
+export async function findContainer(deps: Pick<ServiceDeps, 'docker' | 'state'>, id: string): Promise<Docker.ContainerInspectInfo | undefined> {
+  try {
+    const info = deps.state ? await deps.state.get(id) : await deps.docker.getContainer(id).inspect();
+    if (!info) return undefined;
+    return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
+  } catch (err) {
+    if (isDockerNotFound(err)) return undefined;
+    throw fromDockerError(err, `inspect container ${id}`);
+  }
+}
+
+export async function mustFindContainer(deps: Pick<ServiceDeps, 'docker' | 'state'>, id: string): Promise<Docker.ContainerInspectInfo> {
+  const info = await findContainer(deps, id);
+  if (!info) throw notFound(`container ${id}`);
+  return info;
+}
+
+/** Exec, ExecSync and Attach: a CRI container that is running; annotates the call with its id. */
+export async function mustFindRunningContainer(
+  deps: Pick<ServiceDeps, 'docker' | 'state'>,
+  id: string,
+  ctx: CallContext,
+): Promise<Docker.ContainerInspectInfo> {
+  const info = await mustFindContainer(deps, id);
+  ctx.annotate({ containerId: info.Id });
+  if (!info.State.Running) throw failedPrecondition(`container ${info.Id} is not running`);
+  return info;
+}

@@ -1,0 +1,80 @@
+import type { RuntimeReq } from '../server/rpc';
+import { createStatsCollector, type StatsCollector } from '../stats/collector';
+import { mapLimit } from '../stats/pool';
+import type { ServiceDeps } from '../rpc/deps';
+import { listContainers } from '../container/list';
+import { listSandboxes } from '../sandbox/list';
+import type { ContainerView, PodView } from './stats-convert';
+
+type ContainerFilter = RuntimeReq<'ListContainerStats'>['filter'];
+type PodFilter = RuntimeReq<'ListPodSandboxStats'>['filter'];
+
+/** What the stats and metrics RPCs read: CRI containers and pods with their samples. */
+export interface StatsViews {
+  mountpoint(): string;
+  containerViews(filter: ContainerFilter, signal: AbortSignal): Promise<ContainerView[]>;
+  podViews(filter: PodFilter, signal: AbortSignal): Promise<PodView[]>;
+}
+
+/**
+ * The views behind the stats and metrics RPCs. The containers and their facts (pid, cgroup parent,
+ * upper dir) come from the state view, so no RPC calls Docker in the steady
+ * state; the rest is cgroup and /proc files (cgroup paths read once per process
+ * start, see stats/facts.ts), so dockerd does no work per container, unlike
+ * `docker stats` (cri-dockerd issue 135).
+ */
+export function createStatsViews(
+  deps: ServiceDeps,
+  collector: StatsCollector = createStatsCollector(deps.docker, deps.logger, { view: deps.state, reuseMs: 500 }),
+): StatsViews {
+  /** fs_id of writable layers: Docker's data root, from the cached `docker info`. */
+  const mountpoint = (): string => deps.engine.current().dockerRootDir ?? '/var/lib/docker';
+
+  const containerViews = async (filter: ContainerFilter, signal: AbortSignal): Promise<ContainerView[]> => {
+    const containers = await listContainers(deps, {
+      id: filter?.id ?? '',
+      pod_sandbox_id: filter?.pod_sandbox_id ?? '',
+      label_selector: filter?.label_selector ?? {},
+      state: null,
+    });
+    const unfiltered = !filter?.id && !filter?.pod_sandbox_id && Object.keys(filter?.label_selector ?? {}).length === 0;
+    if (unfiltered) collector.retain(new Set(containers.map((c) => c.id ?? '')), 'container');
+    const samples = await collector.containers(
+      containers.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING' })),
+      signal,
+    );
+    return containers.map((c, i) => ({ c, s: samples[i] }));
+  };
+
+  const podViews = async (filter: PodFilter, signal: AbortSignal): Promise<PodView[]> => {
+    // a full sandbox id lets Docker filter the containers too
+    const onePod = filter?.id?.length === 64 ? filter.id : '';
+    const [sandboxes, containers] = await Promise.all([
+      listSandboxes(deps, { id: filter?.id ?? '', label_selector: filter?.label_selector ?? {}, state: null }),
+      listContainers(deps, { id: '', pod_sandbox_id: onePod, label_selector: {}, state: null }),
+    ]);
+    const unfiltered = !filter?.id && Object.keys(filter?.label_selector ?? {}).length === 0;
+    if (unfiltered) {
+      collector.retain(new Set(sandboxes.map((s) => s.id ?? '')), 'sandbox');
+      collector.retain(new Set(containers.map((c) => c.id ?? '')), 'container');
+    }
+    const wanted = new Set(sandboxes.map((s) => s.id));
+    const mine = containers.filter((c) => wanted.has(c.pod_sandbox_id));
+    const samples = await collector.containers(
+      mine.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING' })),
+      signal,
+    );
+    const views = mine.map((c, i): ContainerView => ({ c, s: samples[i] }));
+    return mapLimit(sandboxes, 8, async (sb) => {
+      const members = views.filter((v) => v.c.pod_sandbox_id === sb.id);
+      const pod = await collector.pod(
+        { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY' },
+        members.map((m) => m.s),
+        signal,
+      );
+      return { sb, pod, members };
+    });
+  };
+
+  return { mountpoint, containerViews, podViews };
+}

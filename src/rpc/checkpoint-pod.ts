@@ -1,0 +1,4 @@
+import { checkpointUnsupported } from '../cri/checkpoint-unsupported';
+
+/** CheckpointPod: unsupported over Docker (see cri/checkpoint-unsupported.ts). */
+export const checkpointPod = checkpointUnsupported('CheckpointPod');

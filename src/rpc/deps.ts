@@ -1,0 +1,39 @@
+import type { Config } from '../config';
+import type { CheckpointStore } from '../checkpoint/store';
+import type { DockerApi } from '../docker/client';
+import type { CapabilityGrant } from '../docker/capabilities';
+import type { EngineInfo } from '../docker/engine-info';
+import type { Logger } from '../logging/logger';
+import type { NetworkPlugin } from '../network/types';
+import type { StateStore } from '../state/store';
+import type { StreamingServer } from '../streaming/server';
+
+/** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
+export interface ServiceDeps {
+  docker: DockerApi;
+  config: Config;
+  network: NetworkPlugin;
+  checkpoints: CheckpointStore;
+  engine: EngineInfo;
+  logger: Logger;
+  /** oom_score_adj for pause containers: -998 as dockershim, or the host's lowest allowed value. */
+  sandboxOomScoreAdj: number;
+  /** Lowest oom_score_adj this host accepts; container requests below it are raised to it. */
+  oomScoreAdjFloor: number;
+  /**
+   * TCP ports crishim itself listens on (streaming server, metrics), filled in as they
+   * start: a pod's hostPort there would capture another pod's exec/attach traffic.
+   */
+  ownPorts?: Set<number>;
+  /** The event-fed view List and Status read (src/state/); without it they ask Docker each time. */
+  state?: StateStore;
+  /** What privileged containers and `ALL` can be given here, detected once at start-up. */
+  capabilities?: CapabilityGrant;
+}
+
+/** What ExecSync, Exec, Attach and PortForward need (the e2e tests build it without the rest). */
+export interface ExecDeps {
+  docker: DockerApi;
+  streaming: StreamingServer;
+  logger: Logger;
+}

@@ -1,0 +1,8 @@
+import type { StatsViews } from '../cri/stats-views';
+import { metricDescriptors } from '../cri/metrics-cadvisor';
+
+export function listMetricDescriptors(_source: StatsViews) {
+  return async () => {
+    return { descriptors: metricDescriptors() };
+  };
+}

@@ -1,0 +1,28 @@
+import type * as Docker from '../docker/types';
+import { failedPrecondition, invalidArgument, notFound } from '../errors';
+import { fromDockerError, isDockerNotFound } from '../docker/errors';
+import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
+import { TYPE_LABEL, TYPE_SANDBOX } from '../labels';
+import { checkId } from '../cri/validation';
+import type { ExecDeps } from './deps';
+
+export function portForwardRpc(deps: ExecDeps) {
+  return async (req: RuntimeReq<'PortForward'>, ctx: CallContext): Promise<RuntimeRes<'PortForward'>> => {
+    const id = checkId('pod_sandbox_id', req.pod_sandbox_id);
+    for (const p of req.port ?? []) {
+      if (!Number.isInteger(p) || p < 1 || p > 65535) throw invalidArgument(`invalid port ${p}`);
+    }
+    let info: Docker.ContainerInspectInfo;
+    try {
+      info = await deps.docker.getContainer(id).inspect();
+    } catch (err) {
+      if (isDockerNotFound(err)) throw notFound(`pod sandbox ${id}`);
+      throw fromDockerError(err, `inspect pod sandbox ${id}`);
+    }
+    // a container id (or any other Docker container) is not a pod: forwarding into it would bypass the pod's identity
+    if (info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);
+    ctx.annotate({ podSandboxId: info.Id });
+    if (!info.State.Running) throw failedPrecondition(`pod sandbox ${info.Id} is not running`);
+    return { url: deps.streaming.issueUrl({ kind: 'portforward', podSandboxId: info.Id, ports: req.port ?? [] }) };
+  };
+}
