@@ -4,7 +4,7 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, lifecycle, churn,
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn,
  *                                          stats-cost, stop-pod, logs); --pods=N sizes stats-cost and stop-pod
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
@@ -30,6 +30,7 @@ import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from '.
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
+import { relistCost } from './relist-cost';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -46,6 +47,7 @@ const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } 
 const PODS = Number(process.argv.find((a) => a.startsWith('--pods='))?.slice('--pods='.length)) || undefined;
 const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9 };
 const stopPods = PODS ?? (SMOKE ? 4 : 20);
+const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
 const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
 /** `--load-pods=20`: the kubelet load at another pod count. */
 const loadSizesNow = { ...loadSizes, pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods) };
@@ -132,7 +134,8 @@ async function startDaemon(): Promise<Daemon> {
   // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(process.execPath, [
     ...shebangFlags(main),
-    ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    // e.g. CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
+    ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
     main,
     '--container-runtime-endpoint', `unix://${socket}`,
     '--root-directory', path.join(dir, 'root'),
@@ -590,6 +593,12 @@ async function main(): Promise<void> {
     if (wanted('concurrent')) await concurrent(d);
     if (wanted('lists')) await lists(d);
     if (wanted('memory')) await memory(d);
+    if (wanted('relist-cost')) await relistCost(
+      { pid: d.proc.pid ?? 0, call: (method, req) => rpc(d, method, req), runPod: () => runPodWithApp(d, true), removePod: (id) => removePod(d, id) },
+      docker,
+      relistSizes,
+      record,
+    );
     const figures = wanted('kubelet-load') && await kubeletLoad(
       {
         pid: d.proc.pid ?? 0,

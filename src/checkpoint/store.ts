@@ -53,6 +53,8 @@ export interface CheckpointStore {
 }
 
 const SUFFIX = '.json';
+/** How long the checkpoint directory must be unchanged before its listing is kept in memory. */
+const RACY_MS = 1000;
 /** Read errors caused by the process's state, not the file's. */
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR', 'ENOMEM']);
 /** cri-dockerd names its checkpoint files by the bare sandbox id. */
@@ -127,6 +129,9 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
     return undefined;
   };
 
+  /** The last listing and the directory's mtime when it was read. */
+  let listed: { mtime: bigint; ids: string[] } | undefined;
+
   return {
     dir,
     async write(sandboxId, body) {
@@ -166,9 +171,16 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
       await fsp.rm(path.join(dir, sandboxId), { force: true });
     },
     async list() {
+      // every ListPodSandbox asks: read the directory again only when an entry was added, renamed or removed
+      const mtime = await fsp.stat(dir, { bigint: true }).then((st) => st.mtimeNs, () => undefined);
+      if (listed && mtime !== undefined && listed.mtime === mtime) return [...listed.ids];
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
       const ids = names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
-      return [...new Set([...ids, ...names.filter((n) => LEGACY.test(n))])];
+      const all = [...new Set([...ids, ...names.filter((n) => LEGACY.test(n))])];
+      // mtime ticks coarsely: a change in the same tick as the one we saw would keep it, so only
+      // a directory left alone for a while may be answered from memory (git's racy-index rule)
+      listed = mtime !== undefined && mtime < BigInt(Date.now() - RACY_MS) * 1_000_000n ? { mtime, ids: all } : undefined;
+      return [...all];
     },
   };
 }

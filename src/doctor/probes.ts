@@ -4,7 +4,7 @@ import type { DockerEngine } from '../docker/engine';
 import { lowestOomScoreAdj } from '../docker/oom-score';
 import { createLogger, type Logger } from '../logging/logger';
 import { probeConfDirSync } from '../network/cni-config';
-import { socketAnswers } from '../server/grpc-server';
+import { socketAnswers } from '../server/socket';
 import type { HostProbes, SocketState } from './types';
 
 /** Directories searched besides PATH: the daemon may run with a minimal PATH (systemd, env -i). */

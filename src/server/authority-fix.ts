@@ -9,6 +9,11 @@ import * as hpack from 'hpack.js';
  * grpc-js sees the call. This shim sits between the socket and grpc-js: it
  * re-encodes each request header block with `:authority: localhost` when the
  * client's value is not a valid authority; every other byte passes unchanged.
+ *
+ * A client picks its authority once per connection, so the first header block
+ * decides: valid there, and the connection passes through untouched from then
+ * on (no HPACK work per call for well-formed clients); otherwise every block of
+ * the connection is rewritten.
  */
 
 const PREFACE_LENGTH = 24;
@@ -53,7 +58,9 @@ export class AuthorityRewriter {
   private prefaceDone = false;
   private readonly decoder = hpack.decompressor.create({ table: { size: TABLE_SIZE } });
   private readonly encoder = hpack.compressor.create({ table: { size: TABLE_SIZE } });
-  private pending?: { streamId: number; flags: number; priority?: Buffer; block: Buffer[]; size: number };
+  private pending?: { streamId: number; flags: number; priority?: Buffer; block: Buffer[]; size: number; raw: Buffer[] };
+  /** Undecided until the first header block ends; then every byte is passed on as is, or every block rewritten. */
+  private mode: 'undecided' | 'passthrough' | 'rewrite' = 'undecided';
 
   /** The first `n` queued bytes (n <= queued), joining chunks only when one is too short. */
   private peek(n: number): Buffer {
@@ -73,6 +80,7 @@ export class AuthorityRewriter {
 
   /** Feeds bytes from the client; returns the bytes to hand to the server. */
   push(chunk: Buffer): Buffer {
+    if (this.mode === 'passthrough' && this.queued === 0) return chunk;
     if (chunk.length > 0) {
       this.chunks.push(chunk);
       this.queued += chunk.length;
@@ -83,7 +91,7 @@ export class AuthorityRewriter {
       out.push(this.take(PREFACE_LENGTH));
       this.prefaceDone = true;
     }
-    while (this.queued >= FRAME_HEADER) {
+    while (this.mode !== 'passthrough' && this.queued >= FRAME_HEADER) {
       const head = this.peek(FRAME_HEADER);
       const length = head.readUIntBE(0, 3);
       // we never advertise a larger SETTINGS_MAX_FRAME_SIZE, so a larger frame is a protocol error
@@ -104,17 +112,20 @@ export class AuthorityRewriter {
           priority = payload.subarray(0, 5);
           payload = payload.subarray(5);
         }
-        this.pending = { streamId, flags, priority, block: [Buffer.from(payload)], size: payload.length };
+        this.pending = { streamId, flags, priority, block: [Buffer.from(payload)], size: payload.length, raw: this.mode === 'undecided' ? [Buffer.from(raw)] : [] };
         if (flags & END_HEADERS) out.push(this.flush());
       } else if (type === CONTINUATION && this.pending) {
         this.pending.size += payload.length;
         if (this.pending.size > MAX_HEADER_BLOCK) throw new HeaderBlockError(`header block exceeds ${MAX_HEADER_BLOCK} bytes`);
         this.pending.block.push(Buffer.from(payload));
+        if (this.mode === 'undecided') this.pending.raw.push(Buffer.from(raw));
         if (flags & END_HEADERS) out.push(this.flush());
       } else {
         out.push(raw);
       }
     }
+    // decided inside this chunk: whatever follows the first header block goes on as is
+    if (this.mode === 'passthrough' && this.queued > 0) out.push(this.take(this.queued));
     return out.length === 1 ? out[0] : Buffer.concat(out);
   }
 
@@ -125,10 +136,19 @@ export class AuthorityRewriter {
     this.decoder.write(Buffer.concat(p.block));
     this.decoder.execute();
     const headers: hpack.Header[] = [];
+    let rewritten = false;
     for (let h = this.decoder.read(); h !== null; h = this.decoder.read()) {
       const header = h as hpack.Header;
-      if (header.name === ':authority' && !VALID_AUTHORITY.test(header.value)) header.value = 'localhost';
+      if (header.name === ':authority' && !VALID_AUTHORITY.test(header.value)) {
+        header.value = 'localhost';
+        rewritten = true;
+      }
       headers.push({ name: header.name, value: header.value, neverIndex: header.neverIndex, huffman: true });
+    }
+    if (this.mode === 'undecided') {
+      // nothing was re-encoded yet, so the server's HPACK table matches the client's: the original bytes can go as they are
+      this.mode = rewritten ? 'rewrite' : 'passthrough';
+      if (!rewritten) return Buffer.concat(p.raw);
     }
     this.encoder.write(headers);
     const chunks: Buffer[] = [];
@@ -158,6 +178,12 @@ export function withAuthorityFix(socket: net.Socket): Duplex {
     },
     write(chunk: Buffer, _enc, cb) {
       socket.write(chunk, cb);
+    },
+    // what HTTP/2 flushes together (a response's headers, data and trailers) leaves in one writev
+    writev(chunks: Array<{ chunk: Buffer }>, cb) {
+      socket.cork();
+      chunks.forEach(({ chunk }, i) => socket.write(chunk, i === chunks.length - 1 ? cb : undefined));
+      socket.uncork();
     },
     final(cb) {
       socket.end(cb);

@@ -3,17 +3,12 @@ import type { SpdyStream } from 'spdy-transport';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../logging/logger';
 import type { PodDialer } from './pod-dialer';
+import { parsePort } from './requests';
 import { acceptStream, header, type SpdyUpgrade } from './spdy';
 import { writeGate } from './spdy-backpressure';
 import { writeOrPause, wsChannels } from './websocket';
 
 const errMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
-export function parsePort(v: string | undefined): number | undefined {
-  if (v === undefined || !/^\d{1,5}$/.test(v)) return undefined;
-  const n = Number(v);
-  return n >= 1 && n <= 65535 ? n : undefined;
-}
 
 interface Pair {
   data?: SpdyStream;

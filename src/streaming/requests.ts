@@ -8,3 +8,10 @@ export type StreamRequest =
 export function sessionIds(sr: StreamRequest): Record<string, string> {
   return sr.kind === 'portforward' ? { podSandboxId: sr.podSandboxId } : { containerId: sr.containerId };
 }
+
+/** A TCP port as a client names it (decimal, 1-65535), or undefined. */
+export function parsePort(v: string | undefined): number | undefined {
+  if (v === undefined || !/^\d{1,5}$/.test(v)) return undefined;
+  const n = Number(v);
+  return n >= 1 && n <= 65535 ? n : undefined;
+}

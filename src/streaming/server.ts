@@ -3,12 +3,9 @@ import type { Duplex } from 'stream';
 import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { baseUrlFor, listen, OpenSockets } from './http-listener';
-import { podDialer } from './pod-dialer';
 import { sessionIds, type StreamRequest } from './requests';
-import { runAttachSession, runExecSession } from './session';
-import { SessionDispatch } from './session-dispatch';
+import type { SessionStack } from './session-stack';
 import { createTokenStore } from './tokens';
-import { createStreamTransports } from './transports';
 import { httpError, routeUpgrade } from './upgrade-route';
 
 export type { StreamRequest } from './requests';
@@ -45,16 +42,11 @@ const errMessage = (err: unknown): string => (err instanceof Error ? err.message
 export async function startStreamingServer(opts: StreamingServerOptions): Promise<StreamingServer> {
   const log = opts.logger.child({ component: 'streaming' });
   const tokens = createTokenStore<StreamRequest>({ ttlMs: opts.tokenTtlMs });
-  const transports = createStreamTransports(log);
-  const dispatch = new SessionDispatch({
-    transports,
-    backends: {
-      dialPod: (id) => podDialer(opts.docker, id, log),
-      exec: (id, o, streams) => runExecSession(opts.docker, id, o, streams, log),
-      attach: (id, o, streams) => runAttachSession(opts.docker, id, o, streams, log),
-    },
-    log,
-  });
+  // SPDY, WebSocket and the session code are loaded on the first upgrade: most nodes never
+  // exec, attach or port-forward, and would hold that memory all day
+  let stack: Promise<SessionStack> | undefined;
+  const sessions = (): Promise<SessionStack> =>
+    (stack ??= import('./session-stack').then((m) => m.createSessionStack(opts.docker, log)));
   const server = http.createServer((_req, res) => {
     // plain requests are never served: a token is only redeemed by an upgrade
     res.writeHead(400, { 'Content-Type': 'text/plain' }).end('streaming endpoints need an SPDY/3.1 or WebSocket upgrade\n');
@@ -69,7 +61,9 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
       return httpError(socket, route.refusal);
     }
     const sr = route.request;
-    void dispatch.serve(sr, route.url, { req, socket, head, transport: route.transport }).catch((err) => {
+    void sessions()
+      .then((st) => st.dispatch.serve(sr, route.url, { req, socket, head, transport: route.transport }))
+      .catch((err: unknown) => {
       log.warn('streaming session failed', { kind: sr.kind, error: errMessage(err), ...sessionIds(sr) });
       socket.destroy();
     });
@@ -91,7 +85,7 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
       tokens.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       sockets.destroyAll();
-      transports.close();
+      if (stack) (await stack.catch(() => undefined))?.close();
       await closed;
     },
   };

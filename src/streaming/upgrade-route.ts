@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders } from 'http';
 import type { Duplex } from 'stream';
-import { parsePort } from './portforward';
-import type { StreamRequest } from './requests';
+import { parsePort, type StreamRequest } from './requests';
 import type { TokenStore } from './tokens';
 
 export type Transport = 'spdy' | 'websocket';

@@ -71,20 +71,39 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
     expect(frames[2].payload).toEqual(Buffer.from([0, 0, 0, 0, 0]));
   });
 
-  it('leaves a valid authority alone and joins CONTINUATION frames', () => {
-    const block = encode([
-      { name: ':method', value: 'POST' },
-      { name: ':authority', value: 'localhost' },
-      { name: 'x-big', value: 'v'.repeat(100) },
+  it('leaves a connection whose first authority is valid byte for byte alone, CONTINUATION frames included', () => {
+    const client = hpack.compressor.create({ table: { size: 4096 } });
+    const block = encode(
+      [
+        { name: ':method', value: 'POST' },
+        { name: ':authority', value: 'localhost' },
+        { name: 'x-big', value: 'v'.repeat(100) },
+      ],
+      client,
+    );
+    const second = encode([{ name: ':method', value: 'POST' }, { name: ':authority', value: 'localhost' }], client);
+    const input = Buffer.concat([
+      PREFACE,
+      frame(4, 0, 0, Buffer.alloc(0)),
+      frame(1, 0, 5, block.subarray(0, 10)),
+      frame(9, 0x4, 5, block.subarray(10)),
+      frame(0, 0x1, 5, Buffer.from([0, 0, 0, 0, 0])),
+      frame(1, 0x5, 7, second),
     ]);
-    const input = Buffer.concat([PREFACE, frame(1, 0, 5, block.subarray(0, 10)), frame(9, 0x4, 5, block.subarray(10))]);
-    const frames = parse(new AuthorityRewriter().push(input).subarray(24));
-    expect(frames).toHaveLength(1);
-    expect(frames[0].headers?.map((h) => [h.name, h.value])).toEqual([
-      [':method', 'POST'],
-      [':authority', 'localhost'],
-      ['x-big', 'v'.repeat(100)],
-    ]);
+    // whole, and in pieces that end mid-frame right after the deciding block
+    expect(new AuthorityRewriter().push(input)).toEqual(input);
+    const r = new AuthorityRewriter();
+    const cut = 24 + 9 + 9 + 10 + 9 + (block.length - 10) + 4;
+    expect(Buffer.concat([r.push(input.subarray(0, cut)), r.push(input.subarray(cut, cut + 3)), r.push(input.subarray(cut + 3))])).toEqual(input);
+  });
+
+  it('keeps rewriting every block once the first one needed it', () => {
+    const client = hpack.compressor.create({ table: { size: 4096 } });
+    const h1 = frame(1, 0x4, 1, encode([{ name: ':authority', value: '/run/x.sock' }], client));
+    const h3 = frame(1, 0x4, 3, encode([{ name: ':authority', value: '/run/x.sock' }, { name: 'x-n', value: '2' }], client));
+    const frames = parse(new AuthorityRewriter().push(Buffer.concat([PREFACE, h1, h3])).subarray(24));
+    expect(frames.map((f) => f.headers?.find((h) => h.name === ':authority')?.value)).toEqual(['localhost', 'localhost']);
+    expect(frames[1].headers?.find((h) => h.name === 'x-n')?.value).toBe('2');
   });
 });
 

@@ -51,6 +51,21 @@ describe('checkpoint store', () => {
     expect(await store.list()).toEqual([]);
   });
 
+  it('sees a checkpoint written behind its back after answering a list from memory', async () => {
+    const store = await createCheckpointStore(dir, quiet);
+    await store.write(ID, body);
+    // a directory unchanged for a while: its listing may be kept
+    const past = new Date(Date.now() - 10_000);
+    await fsp.utimes(dir, past, past);
+    expect(await store.list()).toEqual([ID]);
+    expect(await store.list()).toEqual([ID]);
+    const other = 'b'.repeat(64);
+    await fsp.writeFile(path.join(dir, other), JSON.stringify({ version: 'v1', name: 'x', namespace: 'y', data: { port_mappings: null, host_network: false }, checksum: 1 }));
+    expect((await store.list()).sort()).toEqual([ID, other]);
+    await fsp.rm(path.join(dir, `${ID}.json`));
+    expect(await store.list()).toEqual([other]);
+  });
+
   it('leaves no temp files behind', async () => {
     const store = await createCheckpointStore(dir, quiet);
     await store.write(ID, body);

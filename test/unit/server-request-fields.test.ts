@@ -1,4 +1,4 @@
-import { requestFields } from '../../src/server/grpc-server';
+import { requestFields } from '../../src/server/call-handler';
 
 describe('ids logged from the request itself', () => {
   it('takes the pod sandbox id, container id and image reference a request names', () => {

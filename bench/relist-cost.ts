@@ -1,0 +1,85 @@
+/**
+ * The `relist-cost` section: what one PLEG relist (ListPodSandbox +
+ * ListContainers) costs crishim in CPU time at a given number of pods, asked
+ * back to back so nothing else runs in the daemon meanwhile. CPU time
+ * (schedstat of every daemon thread) rather than latency, since other
+ * processes on a shared machine stretch wall time but not the daemon's own
+ * CPU. The same-run baseline is dockerd's CPU for the two `docker ps` a
+ * runtime without a view of its own would make.
+ */
+import { readdirSync, readFileSync } from 'fs';
+import type Docker from 'dockerode';
+
+export interface RelistTarget {
+  pid: number;
+  call<T>(method: string, req: unknown): Promise<T>;
+  /** Starts a host-network pod with one long-running container; answers the sandbox id. */
+  runPod(): Promise<string>;
+  removePod(id: string): Promise<void>;
+}
+
+type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
+
+/** CPU time of a process's live threads in ms (schedstat, ns resolution). */
+function cpuMs(pid: number): number {
+  let sum = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* thread ended */
+    }
+  }
+  return sum / 1e6;
+}
+
+function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** `fn` `n` times in a row: CPU ms of `pid` per call and each call's latency. */
+async function measure(pid: number, n: number, fn: () => Promise<unknown>): Promise<{ cpu: number; lat: number[] }> {
+  for (let i = 0; i < Math.min(20, n); i++) await fn();
+  const lat: number[] = [];
+  const c0 = cpuMs(pid);
+  for (let i = 0; i < n; i++) {
+    const t0 = now();
+    await fn();
+    lat.push(now() - t0);
+  }
+  return { cpu: (cpuMs(pid) - c0) / n, lat };
+}
+
+export async function relistCost(t: RelistTarget, docker: Docker, sizes: { pods: number; calls: number }, record: Record4): Promise<void> {
+  const dockerd = Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
+  const pods: string[] = [];
+  const idle = rssMiB(t.pid);
+  try {
+    for (let i = 0; i < sizes.pods; i++) pods.push(await t.runPod());
+    const f = (n: number): string => `${n.toFixed(2)} ms`;
+    const relist = (): Promise<unknown> => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]);
+    const raw = await measure(dockerd, sizes.calls, () =>
+      Promise.all([
+        docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type=podsandbox'] } }),
+        docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type=container'] } }),
+      ]),
+    );
+    const cri = await measure(t.pid, sizes.calls, relist);
+    const tag = `relist at ${sizes.pods} pods, ${sizes.calls} calls in a row`;
+    record(`${tag}: CPU per relist (crishim vs dockerd for 2 docker ps)`, f(cri.cpu), f(raw.cpu), (cri.cpu / raw.cpu).toFixed(2));
+    record(`${tag}: relist p50 / p99`, `${f(pct(cri.lat, 50))} / ${f(pct(cri.lat, 99))}`, `${f(pct(raw.lat, 50))} / ${f(pct(raw.lat, 99))}`, (pct(cri.lat, 50) / pct(raw.lat, 50)).toFixed(2));
+    const byPod = await measure(t.pid, sizes.calls, () => t.call('ListContainers', { filter: { pod_sandbox_id: pods[0] } }));
+    const status = await measure(t.pid, sizes.calls, () => t.call('PodSandboxStatus', { pod_sandbox_id: pods[0] }));
+    record(`${tag}: CPU per ListContainers(pod) / PodSandboxStatus`, `${f(byPod.cpu)} / ${f(status.cpu)}`, '-', '-');
+    record(`${tag}: runtime RSS idle before the pods / after the calls`, `${idle.toFixed(1)} MiB / ${rssMiB(t.pid).toFixed(1)} MiB`, '-', '-');
+  } finally {
+    for (const id of pods) await t.removePod(id).catch(() => undefined);
+  }
+}

@@ -1,0 +1,164 @@
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from '../logging/logger';
+import { DomainError, cancelled, deadlineExceeded, unimplemented } from '../errors';
+import { fromDockerError } from '../docker/errors';
+import { grpcStatusOf } from './errors';
+import type { CallContext, StreamImpl, UnaryImpl } from './rpc';
+
+/** What every RPC's handler shares: where it logs and who hears that it finished. */
+export interface HandlerOptions {
+  logger: Logger;
+  /** Called after every RPC; the metrics layer hooks in here. */
+  onCallDone?: (method: string, code: grpc.status, seconds: number) => void;
+}
+
+/** RPCs that only read state: logged at debug, since the kubelet polls them constantly. */
+const READ_ONLY = /^(Version|Status|List|Stream|.*Status$|.*Stats$|ImageFsInfo|RuntimeConfig|GetContainerEvents|ListMetricDescriptors)/;
+
+/** Longest id or reference copied from a request into the log (requests can carry anything). */
+const MAX_LOGGED_FIELD = 128;
+
+/**
+ * The pod/container id and image reference a request names, so that the
+ * summary line carries them even when the call fails before any lookup
+ * (NOT_FOUND, validation). Handlers replace them with full ids once resolved.
+ */
+export function requestFields(req: unknown): Record<string, string> {
+  const r = (req ?? {}) as { pod_sandbox_id?: unknown; container_id?: unknown; image?: { image?: unknown } | null };
+  const out: Record<string, string> = {};
+  const put = (key: string, value: unknown): void => {
+    if (typeof value === 'string' && value !== '') out[key] = value.slice(0, MAX_LOGGED_FIELD);
+  };
+  put('podSandboxId', r.pod_sandbox_id);
+  put('containerId', r.container_id);
+  if (r.image && typeof r.image === 'object') put('image', r.image.image);
+  return out;
+}
+
+function makeContext(
+  method: string,
+  call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
+  logger: Logger,
+  fields: Record<string, string>,
+): { ctx: CallContext; dispose: () => void } {
+  const ac = new AbortController();
+  const onCancel = (): void => ac.abort(cancelled(`${method} cancelled by the client`));
+  call.on('cancelled', onCancel);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = call.getDeadline();
+  // a grpc Deadline is absolute (Date or epoch ms); Infinity means none
+  const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
+  if (Number.isFinite(ms)) {
+    // setTimeout cannot wait longer than 2^31-1 ms
+    timer = setTimeout(() => ac.abort(deadlineExceeded(`${method} deadline exceeded`)), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+  }
+  // made on first use: most calls (every List the kubelet polls) never log anything of their own
+  let log: Logger | undefined;
+  const ctx: CallContext = {
+    signal: ac.signal,
+    method,
+    get log(): Logger {
+      return (log ??= logger.child({ rpc: method, ...fields }));
+    },
+    set log(value: Logger) {
+      log = value;
+    },
+    annotate(more) {
+      Object.assign(fields, more);
+      log = undefined;
+    },
+  };
+  return {
+    ctx,
+    dispose: () => {
+      if (timer) clearTimeout(timer);
+      call.removeListener('cancelled', onCancel);
+    },
+  };
+}
+
+/** Builds the grpc-js handler for one method: context, error mapping, one summary log line. */
+export function wrapHandler(
+  method: string,
+  impl: UnaryImpl<unknown, unknown> | StreamImpl<unknown, unknown> | undefined,
+  streaming: boolean,
+  opts: HandlerOptions,
+): grpc.UntypedHandleCall {
+  const logger = opts.logger;
+  const level = READ_ONLY.test(method) ? 'debug' : 'info';
+  const finish = (fields: Record<string, string>, started: bigint, err: DomainError | null): void => {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const code = err ? grpcStatusOf(err.kind) : grpc.status.OK;
+    const failed = err !== null && code !== grpc.status.NOT_FOUND && code !== grpc.status.UNIMPLEMENTED;
+    // winston formats an entry before its transport drops it for its level: skip that work
+    if (failed || logger.isLevelEnabled(level)) {
+      const line = { rpc: method, code: grpc.status[code], ms: Math.round(seconds * 1000), ...fields };
+      if (failed) logger.warn(`${method} failed: ${err.message}`, line);
+      else logger.log(level, method, line);
+    }
+    opts.onCallDone?.(method, code, seconds);
+  };
+  if (!impl) {
+    const answer = (): DomainError => unimplemented(`${method} is not implemented by crishim`);
+    if (streaming) {
+      return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
+        finish(requestFields(call.request), process.hrtime.bigint(), answer());
+        call.destroy(Object.assign(new Error(answer().message), { code: grpc.status.UNIMPLEMENTED }));
+      }) as grpc.handleServerStreamingCall<unknown, unknown>;
+    }
+    return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+      const err = answer();
+      finish(requestFields(call.request), process.hrtime.bigint(), err);
+      cb({ code: grpcStatusOf(err.kind), details: err.message });
+    }) as grpc.handleUnaryCall<unknown, unknown>;
+  }
+  if (streaming) {
+    const run = impl as StreamImpl<unknown, unknown>;
+    return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
+      const started = process.hrtime.bigint();
+      const fields = requestFields(call.request);
+      const { ctx, dispose } = makeContext(method, call, logger, fields);
+      const send = (msg: unknown): Promise<void> =>
+        new Promise((resolve, reject) => {
+          if (ctx.signal.aborted) return reject(ctx.signal.reason);
+          // respect back-pressure so a slow client cannot make us buffer without bound
+          if (call.write(msg)) resolve();
+          else call.once('drain', () => resolve());
+        });
+      run(call.request, ctx, send)
+        .then(() => {
+          finish(fields, started, null);
+          call.end();
+        })
+        .catch((e: unknown) => {
+          const err = fromDockerError(ctx.signal.aborted && !(e instanceof DomainError) ? ctx.signal.reason : e);
+          finish(fields, started, err);
+          call.destroy(Object.assign(new Error(err.message), { code: grpcStatusOf(err.kind), details: err.message }));
+        })
+        .finally(dispose);
+    }) as grpc.handleServerStreamingCall<unknown, unknown>;
+  }
+  const run = impl as UnaryImpl<unknown, unknown>;
+  return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+    const started = process.hrtime.bigint();
+    const fields = requestFields(call.request);
+    const { ctx, dispose } = makeContext(method, call, logger, fields);
+    let result: Promise<unknown>;
+    try {
+      result = run(call.request, ctx);
+    } catch (e) {
+      result = Promise.reject(e);
+    }
+    result
+      .then((res) => {
+        finish(fields, started, null);
+        cb(null, res);
+      })
+      .catch((e: unknown) => {
+        const err = fromDockerError(ctx.signal.aborted && !(e instanceof DomainError) ? ctx.signal.reason : e);
+        finish(fields, started, err);
+        cb({ code: grpcStatusOf(err.kind), details: err.message });
+      })
+      .finally(dispose);
+  }) as grpc.handleUnaryCall<unknown, unknown>;
+}

@@ -1,0 +1,73 @@
+import type * as grpc from '@grpc/grpc-js';
+import type * as protobuf from 'protobufjs';
+import { criProtoRoot } from './proto';
+
+/**
+ * The List answers the kubelet polls every second are one repeated message
+ * field (number 1) whose entries the handlers keep per state-view entry (see
+ * state/summary.ts `memoized`): the same object until the container changes.
+ * Each entry's protobuf bytes are kept beside it, so a relist encodes only
+ * what changed and joins the rest; the bytes are what the generic serializer
+ * would produce, since a repeated message field is just its entries' encodings
+ * one after another, each behind its tag and length.
+ */
+const CACHED_LISTS: Record<string, { field: string; item: string }> = {
+  ListContainers: { field: 'containers', item: 'runtime.v1.Container' },
+  ListPodSandbox: { field: 'items', item: 'runtime.v1.PodSandbox' },
+};
+
+/** Field 1, wire type 2 (length-delimited). */
+const FIELD_1_TAG = 0x0a;
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  out.push(n);
+  return out;
+}
+
+/** Tag, length and message in a buffer of its own: a slice of Node's shared pool would keep a whole 8 KiB slab alive per entry. */
+function entryBytes(raw: Uint8Array): Buffer {
+  const head = [FIELD_1_TAG, ...varint(raw.length)];
+  const out = Buffer.allocUnsafeSlow(head.length + raw.length);
+  out.set(head, 0);
+  out.set(raw, head.length);
+  return out;
+}
+
+/** A serializer for `{ [field]: item[] }` answers that encodes each item object once. */
+export function cachedListSerializer(itemType: protobuf.Type, field: string, fallback: (value: unknown) => Buffer): (value: unknown) => Buffer {
+  const encoded = new WeakMap<object, Buffer>();
+  return (value) => {
+    const res = value as Record<string, unknown> | null;
+    const items = res?.[field];
+    // anything but the plain shape the handlers return goes the generic way
+    if (!Array.isArray(items) || Object.keys(res ?? {}).length !== 1) return fallback(value);
+    const parts: Buffer[] = [];
+    for (const item of items as unknown[]) {
+      if (typeof item !== 'object' || item === null) return fallback(value);
+      let bytes = encoded.get(item);
+      if (!bytes) {
+        const raw = itemType.encode(itemType.fromObject(item as Record<string, unknown>)).finish();
+        bytes = entryBytes(raw);
+        encoded.set(item, bytes);
+      }
+      parts.push(bytes);
+    }
+    return Buffer.concat(parts);
+  };
+}
+
+/** The service definition with the cached serializer on the List methods it knows. */
+export function withCachedListEncoding(definition: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = { ...definition };
+  for (const [method, { field, item }] of Object.entries(CACHED_LISTS)) {
+    const def = definition[method];
+    if (!def) continue;
+    out[method] = { ...def, responseSerialize: cachedListSerializer(criProtoRoot().lookupType(item), field, def.responseSerialize) };
+  }
+  return out;
+}

@@ -1,0 +1,61 @@
+import * as fs from 'fs';
+import * as net from 'net';
+import * as path from 'path';
+import type { Logger } from '../logging/logger';
+
+// Where the CRI socket comes from: a path we bind, or the listening fd systemd passed.
+
+/** First fd systemd passes (SD_LISTEN_FDS_START). */
+export const SD_LISTEN_FDS_START = 3;
+
+/**
+ * The listening socket systemd handed over (`fd://`), per sd_listen_fds(3):
+ * LISTEN_PID must name us and LISTEN_FDS count at least one fd.
+ */
+export function activatedFd(env: NodeJS.ProcessEnv = process.env, pid = process.pid): number {
+  const fds = Number(env.LISTEN_FDS ?? '0');
+  if (env.LISTEN_PID !== String(pid) || !Number.isInteger(fds) || fds < 1) {
+    throw new Error('--container-runtime-endpoint fd:// needs socket activation (LISTEN_PID/LISTEN_FDS from systemd), but none was passed');
+  }
+  return SD_LISTEN_FDS_START;
+}
+
+export function socketPathOf(endpoint: string): string {
+  if (endpoint.startsWith('unix://')) return endpoint.slice('unix://'.length);
+  if (endpoint.startsWith('unix:')) return endpoint.slice('unix:'.length);
+  if (endpoint.startsWith('/')) return endpoint;
+  throw new Error(`unsupported endpoint ${JSON.stringify(endpoint)}: expected unix:///path/to.sock`);
+}
+
+/** Resolves true when something accepts connections on the socket path. */
+export function socketAnswers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(socketPath);
+    const done = (alive: boolean): void => {
+      sock.destroy();
+      resolve(alive);
+    };
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+    sock.setTimeout(1000, () => done(false));
+  });
+}
+
+/** Replaces a stale socket file; refuses to steal one another live daemon serves. */
+export async function prepareSocket(socketPath: string, logger: Logger): Promise<void> {
+  fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o750 });
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(socketPath);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) {
+    throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`);
+  }
+  if (await socketAnswers(socketPath)) {
+    throw new Error(`another process is already serving on ${socketPath}; stop it first or choose another --container-runtime-endpoint`);
+  }
+  logger.warn('removing stale socket', { socket: socketPath });
+  fs.unlinkSync(socketPath);
+}
