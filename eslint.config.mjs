@@ -4,35 +4,42 @@ import tseslint from 'typescript-eslint';
 
 const GRPC = {
   name: '@grpc/grpc-js',
-  message: 'Only src/server/ (and main.ts/daemon.ts wiring) speaks gRPC; throw a DomainError from src/errors.ts instead.',
+  message:
+    'Only src/server/ (and main.ts/daemon.ts wiring) speaks gRPC; throw a DomainError from src/errors.ts instead.',
 };
 const DOCKERODE = {
   name: 'dockerode',
-  message: 'Only src/docker/ imports dockerode; call Docker through DockerEngine (src/docker/engine.ts) and name its objects with src/docker/types.ts.',
+  message:
+    'Only src/docker/ imports dockerode; call Docker through DockerEngine (src/docker/engine.ts) and name its objects with src/docker/types.ts.',
 };
 const DOCKER_MODEM = {
   name: 'docker-modem',
-  message: 'Only src/docker/ touches docker-modem; wrap a DockerEngine (as instrumented-engine.ts does) to see every call.',
+  message:
+    'Only src/docker/ touches docker-modem; wrap a DockerEngine (as instrumented-engine.ts does) to see every call.',
 };
 // The one DockerEngine implementation is chosen by the process wiring; everyone else gets the interface.
 const DOCKER_IMPL = {
   group: ['**/docker/dockerode-engine', '**/docker/client'],
-  message: 'Use the DockerEngine you are given (src/docker/engine.ts); only main.ts/daemon.ts wire the dockerode implementation (connect with src/docker/connect.ts).',
+  message:
+    'Use the DockerEngine you are given (src/docker/engine.ts); only main.ts/daemon.ts wire the dockerode implementation (connect with src/docker/connect.ts).',
 };
 const GRPC_MAPPING = {
   group: ['**/server/errors'],
-  message: 'The domain error -> gRPC status mapping belongs to the server layer; import DomainError and helpers from src/errors.ts.',
+  message:
+    'The domain error -> gRPC status mapping belongs to the server layer; import DomainError and helpers from src/errors.ts.',
 };
 
 // A handler is one RPC: what two handlers share lives in a domain folder, not in a handler file.
 const RPC_SIBLINGS = {
   group: ['./*', '!./deps', '../rpc/*', '!../rpc/deps'],
-  message: 'A handler in src/rpc/ imports no other handler; put what RPCs share in src/sandbox/, src/container/, src/images/ or src/cri/.',
+  message:
+    'A handler in src/rpc/ imports no other handler; put what RPCs share in src/sandbox/, src/container/, src/images/ or src/cri/.',
 };
 // The layers under the handlers never reach up to them.
 const UPWARD_FROM_LOW_LAYERS = {
   group: ['**/rpc/*', '**/cri/*', '**/sandbox/*', '**/container/*'],
-  message: 'src/docker/ and src/state/ sit below the handlers and the CRI model; move what both need down (e.g. src/labels.ts, src/time.ts).',
+  message:
+    'src/docker/ and src/state/ sit below the handlers and the CRI model; move what both need down (e.g. src/labels.ts, src/time.ts).',
 };
 
 export default tseslint.config(
@@ -58,7 +65,12 @@ export default tseslint.config(
   // so each block lists everything still forbidden there. Tests and bench/ may use anything.
   {
     files: ['src/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, DOCKER_IMPL] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, DOCKER_IMPL] },
+      ],
+    },
   },
   {
     // the transport: only the server layer and the process wiring speak gRPC
@@ -77,12 +89,22 @@ export default tseslint.config(
   },
   {
     files: ['src/state/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS, DOCKER_IMPL] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS, DOCKER_IMPL] },
+      ],
+    },
   },
   {
     // one file per RPC; only the wiring (runtime-service.ts, image-service.ts) composes handlers
     files: ['src/rpc/**/*.ts'],
     ignores: ['src/rpc/runtime-service.ts', 'src/rpc/image-service.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, RPC_SIBLINGS, DOCKER_IMPL] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, RPC_SIBLINGS, DOCKER_IMPL] },
+      ],
+    },
   },
 );

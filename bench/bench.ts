@@ -36,21 +36,31 @@ import { relistCost } from './relist-cost';
 const REPO = path.resolve(__dirname, '..', '..', '..');
 const SMOKE = process.argv.includes('--smoke');
 /** `--only=memory,kubelet-load` runs those sections alone (each takes minutes at full size). */
-const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const ONLY = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
 const COMPARE = parseCompare(process.argv);
 const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
 
-const sizes = SMOKE ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 } : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
+const sizes = SMOKE
+  ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 }
+  : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
 const PODS = Number(process.argv.find((a) => a.startsWith('--pods='))?.slice('--pods='.length)) || undefined;
 const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9 };
 const stopPods = PODS ?? (SMOKE ? 4 : 20);
 const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
-const loadSizes = SMOKE ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 } : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
+const loadSizes = SMOKE
+  ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 }
+  : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
 /** `--load-pods=20`: the kubelet load at another pod count. */
-const loadSizesNow = { ...loadSizes, pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods) };
+const loadSizesNow = {
+  ...loadSizes,
+  pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods),
+};
 const lifecyclePods = SMOKE ? 3 : 20;
 
 type Row = [string, string, string, string];
@@ -132,24 +142,46 @@ async function startDaemon(): Promise<Daemon> {
   const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'));
   const main = path.join(REPO, 'dist', 'main.js');
   // run the daemon as its executable does: with the node flags of its #! line
-  const proc = spawn(process.execPath, [
-    ...shebangFlags(main),
-    // e.g. CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
-    ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
-    main,
-    '--container-runtime-endpoint', `unix://${socket}`,
-    '--root-directory', path.join(dir, 'root'),
-    '--cni-conf-dir', confDir,
-    '--docker-endpoint', `unix://${path.join(dir, 'docker-proxy.sock')}`,
-    '--log-level', 'warn',
-    '--log-format', 'json',
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    [
+      ...shebangFlags(main),
+      // e.g. CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
+      ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
+      main,
+      '--container-runtime-endpoint',
+      `unix://${socket}`,
+      '--root-directory',
+      path.join(dir, 'root'),
+      '--cni-conf-dir',
+      confDir,
+      '--docker-endpoint',
+      `unix://${path.join(dir, 'docker-proxy.sock')}`,
+      '--log-level',
+      'warn',
+      '--log-format',
+      'json',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
   proc.stderr?.on('data', (c: Buffer) => (log += c.toString()));
-  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
-  const image = new proto.runtime.v1.ImageService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as ImageServiceClient;
+  const runtime = new proto.runtime.v1.RuntimeService(
+    `unix://${socket}`,
+    grpc.credentials.createInsecure(),
+  ) as unknown as RuntimeServiceClient;
+  const image = new proto.runtime.v1.ImageService(
+    `unix://${socket}`,
+    grpc.credentials.createInsecure(),
+  ) as unknown as ImageServiceClient;
   for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
   if (!existsSync(socket)) throw new Error(`crishim did not start; log: ${log}`);
   return { proc, runtime, image, dir, dockerRequests: proxy.count, closeProxy: proxy.close };
@@ -163,14 +195,23 @@ let podSeq = 0;
 function pod(hostNetwork: boolean): Record<string, unknown> {
   podSeq++;
   return {
-    metadata: { name: `bench-${podSeq}`, namespace: 'crishim-bench', uid: `bench-${process.pid}-${podSeq}`, attempt: 0 },
+    metadata: {
+      name: `bench-${podSeq}`,
+      namespace: 'crishim-bench',
+      uid: `bench-${process.pid}-${podSeq}`,
+      attempt: 0,
+    },
     labels: { 'crishim-bench': 'true' },
     linux: hostNetwork ? { security_context: { namespace_options: { network: 'NODE' } } } : {},
   };
 }
 
 /** RunPodSandbox + CreateContainer + StartContainer of a sleeping busybox, as a kubelet starts a pod; `onSandbox` sees the id first. */
-async function runPodWithApp(d: Pick<Daemon, 'runtime'>, hostNetwork: boolean, onSandbox: (id: string) => void = () => undefined): Promise<string> {
+async function runPodWithApp(
+  d: Pick<Daemon, 'runtime'>,
+  hostNetwork: boolean,
+  onSandbox: (id: string) => void = () => undefined,
+): Promise<string> {
   const config = pod(hostNetwork);
   const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
   onSandbox(id);
@@ -194,7 +235,11 @@ async function overhead(d: Daemon): Promise<void> {
   const viaCni: number[] = [];
   const rawOnce = async (): Promise<void> => {
     const [t, c] = await timed(async () => {
-      const c = await docker.createContainer({ Image: PAUSE, HostConfig: { NetworkMode: 'host', IpcMode: 'shareable' }, Labels: { 'crishim-bench': 'raw' } });
+      const c = await docker.createContainer({
+        Image: PAUSE,
+        HostConfig: { NetworkMode: 'host', IpcMode: 'shareable' },
+        Labels: { 'crishim-bench': 'raw' },
+      });
       await c.start();
       return c;
     });
@@ -217,8 +262,18 @@ async function overhead(d: Daemon): Promise<void> {
     }
     await criOnce(false, viaCni);
   }
-  record('RunPodSandbox p50, host network vs raw create+start', ms(pct(viaCri, 50)), ms(pct(raw, 50)), (pct(viaCri, 50) / pct(raw, 50)).toFixed(2));
-  record('RunPodSandbox p50 with CNI (bridge+portmap)', ms(pct(viaCni, 50)), ms(pct(raw, 50)), (pct(viaCni, 50) / pct(raw, 50)).toFixed(2));
+  record(
+    'RunPodSandbox p50, host network vs raw create+start',
+    ms(pct(viaCri, 50)),
+    ms(pct(raw, 50)),
+    (pct(viaCri, 50) / pct(raw, 50)).toFixed(2),
+  );
+  record(
+    'RunPodSandbox p50 with CNI (bridge+portmap)',
+    ms(pct(viaCni, 50)),
+    ms(pct(raw, 50)),
+    (pct(viaCni, 50) / pct(raw, 50)).toFixed(2),
+  );
 }
 
 async function concurrent(d: Daemon): Promise<void> {
@@ -238,7 +293,12 @@ async function concurrent(d: Daemon): Promise<void> {
   );
   await Promise.all(ids.map((id) => removePod(d, id).catch(() => failures++)));
   const leaks = await leftovers(d);
-  record(`${sizes.concurrent} concurrent pods (run+create+start) p50 / p95`, `${ms(pct(lat, 50))} / ${ms(pct(lat, 95))}`, '-', `${failures} failures, ${leaks} leaks`);
+  record(
+    `${sizes.concurrent} concurrent pods (run+create+start) p50 / p95`,
+    `${ms(pct(lat, 50))} / ${ms(pct(lat, 95))}`,
+    '-',
+    `${failures} failures, ${leaks} leaks`,
+  );
 }
 
 /** What a torn-down bench pod may not leave: containers (pause or app), checkpoints, CNI cache entries, IP reservations. */
@@ -253,7 +313,10 @@ async function leftovers(d: Daemon): Promise<number> {
   const checkpoints = await files(path.join(d.dir, 'root', 'sandbox'), (f) => f.endsWith('.json'));
   const cniCache = await files(path.join(d.dir, 'root', 'cni-cache'), () => true);
   // host-local keeps one file per reserved IP, beside its lock and last_reserved_ip.* bookkeeping
-  const ips = await files(path.join(d.dir, 'ipam', 'crishim-bench'), (f) => f !== 'lock' && !f.startsWith('last_reserved_ip'));
+  const ips = await files(
+    path.join(d.dir, 'ipam', 'crishim-bench'),
+    (f) => f !== 'lock' && !f.startsWith('last_reserved_ip'),
+  );
   return containers.length + checkpoints + cniCache + ips;
 }
 
@@ -264,7 +327,14 @@ async function lists(d: Daemon): Promise<void> {
     // the baseline is the very Docker query the RPC makes, issued directly
     const rawFor = async (type: string): Promise<number[]> => {
       const ts: number[] = [];
-      for (let i = 0; i < 5; i++) ts.push((await timed(() => docker.listContainers({ all: true, filters: { label: [`io.kubernetes.docker.type=${type}`] } })))[0]);
+      for (let i = 0; i < 5; i++)
+        ts.push(
+          (
+            await timed(() =>
+              docker.listContainers({ all: true, filters: { label: [`io.kubernetes.docker.type=${type}`] } }),
+            )
+          )[0],
+        );
       return ts;
     };
     const rawSandboxes = await rawFor('podsandbox');
@@ -288,7 +358,13 @@ async function lists(d: Daemon): Promise<void> {
       // one); the first call is shown too, since it pays for whatever is cached afterwards
       const steady = Math.min(...calls.slice(1));
       if (failed) record(`${method} at ${n} pods`, `failed: ${failed.slice(0, 60)}`, ms(pct(rawT, 50)), '-');
-      else record(`${method} at ${n} pods (docker calls per RPC: ${steady}; first call: ${calls[0]})`, ms(pct(ts, 50)), ms(pct(rawT, 50)), (pct(ts, 50) / pct(rawT, 50)).toFixed(2));
+      else
+        record(
+          `${method} at ${n} pods (docker calls per RPC: ${steady}; first call: ${calls[0]})`,
+          ms(pct(ts, 50)),
+          ms(pct(rawT, 50)),
+          (pct(ts, 50) / pct(rawT, 50)).toFixed(2),
+        );
     }
   }
   await Promise.all(ids.map((id) => removePod(d, id)));
@@ -329,7 +405,6 @@ async function memory(d: Daemon): Promise<void> {
   await removePod(d, id);
 }
 
-
 // ---- logs: Docker's json-file -> CRI file, against Docker's own write of the same output ----
 
 const logSizes = SMOKE
@@ -350,15 +425,29 @@ async function startLogDaemon(): Promise<LogDaemon> {
   const socket = path.join(dir, 'crishim.sock');
   const args = [
     path.join(REPO, 'dist', 'main.js'),
-    '--container-runtime-endpoint', `unix://${socket}`,
-    '--root-directory', path.join(dir, 'root'),
-    '--network-plugin', 'none',
-    '--log-level', 'warn',
-    '--log-format', 'json',
+    '--container-runtime-endpoint',
+    `unix://${socket}`,
+    '--root-directory',
+    path.join(dir, 'root'),
+    '--network-plugin',
+    'none',
+    '--log-level',
+    'warn',
+    '--log-format',
+    'json',
   ];
-  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+  const runtime = new proto.runtime.v1.RuntimeService(
+    `unix://${socket}`,
+    grpc.credentials.createInsecure(),
+  ) as unknown as RuntimeServiceClient;
   const launch = async (): Promise<ChildProcess> => {
     await fsp.rm(socket, { force: true });
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -370,7 +459,8 @@ async function startLogDaemon(): Promise<LogDaemon> {
     if (!existsSync(socket)) throw new Error('crishim (logs) did not start');
     return proc;
   };
-  const exit = (p: ChildProcess): Promise<void> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
+  const exit = (p: ChildProcess): Promise<void> =>
+    new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
   const d: LogDaemon = {
     proc: await launch(),
     runtime,
@@ -405,10 +495,22 @@ interface Burst {
   lines: number;
 }
 
-async function startBurst(d: LogDaemon, podId: string, podConfig: Record<string, unknown>, name: string, lines: number, logDir: string): Promise<Burst> {
+async function startBurst(
+  d: LogDaemon,
+  podId: string,
+  podConfig: Record<string, unknown>,
+  name: string,
+  lines: number,
+  logDir: string,
+): Promise<Burst> {
   const { container_id: id } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
     pod_sandbox_id: podId,
-    config: { metadata: { name, attempt: 0 }, image: { image: BUSYBOX }, command: ['sh', '-c', `seq 1 ${lines} | sed 's/^/n=/'`], log_path: `${name}.log` },
+    config: {
+      metadata: { name, attempt: 0 },
+      image: { image: BUSYBOX },
+      command: ['sh', '-c', `seq 1 ${lines} | sed 's/^/n=/'`],
+      log_path: `${name}.log`,
+    },
     sandbox_config: podConfig,
   });
   await rpc(d, 'StartContainer', { container_id: id });
@@ -545,7 +647,11 @@ async function logs(): Promise<void> {
     );
 
     // 3. chatty containers at once: every one complete, and how far apart they finish
-    const chatty = await Promise.all(Array.from({ length: logSizes.chatty }, (_, i) => startBurst(d, podId, config, `chatty${i}`, logSizes.chattyLines, logDir)));
+    const chatty = await Promise.all(
+      Array.from({ length: logSizes.chatty }, (_, i) =>
+        startBurst(d, podId, config, `chatty${i}`, logSizes.chattyLines, logDir),
+      ),
+    );
     const done = await Promise.all(chatty.map((c) => copiedAt(c, 600_000)));
     const wrote = await Promise.all(chatty.map((c) => dockerLastWrite(c)));
     const checks = await Promise.all(chatty.map((c) => checkBurst(c)));
@@ -557,7 +663,9 @@ async function logs(): Promise<void> {
       `logs: ${logSizes.chatty} chatty containers x ${logSizes.chattyLines.toLocaleString('en')} lines at once, last line copied after Docker wrote it, min / max`,
       `${Math.min(...lags).toFixed(2)} s / ${Math.max(...lags).toFixed(2)} s`,
       `written in ${Math.max(...checks.map((c) => (c.lastMs - c.firstMs) / 1000)).toFixed(2)} s, stamp-to-write up to ${Math.max(...dockerDelay).toFixed(2)} s`,
-      failed ? `${failed} not exactly once` : `all exactly once, spread ${(Math.max(...lags) - Math.min(...lags)).toFixed(2)} s`,
+      failed
+        ? `${failed} not exactly once`
+        : `all exactly once, spread ${(Math.max(...lags) - Math.min(...lags)).toFixed(2)} s`,
     );
   } finally {
     await removePod(d, podId).catch(() => undefined);
@@ -593,29 +701,40 @@ async function main(): Promise<void> {
     if (wanted('concurrent')) await concurrent(d);
     if (wanted('lists')) await lists(d);
     if (wanted('memory')) await memory(d);
-    if (wanted('relist-cost')) await relistCost(
-      { pid: d.proc.pid ?? 0, call: (method, req) => rpc(d, method, req), runPod: () => runPodWithApp(d, true), removePod: (id) => removePod(d, id) },
-      docker,
-      relistSizes,
-      record,
-    );
-    const figures = wanted('kubelet-load') && await kubeletLoad(
-      {
-        pid: d.proc.pid ?? 0,
-        call: (method, req) => rpc(d, method, req),
-        imageFsInfo: () => new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
-        runPod: () => runPodWithApp(d, false),
-        removePod: (id) => removePod(d, id),
-        dockerRequests: d.dockerRequests,
-      },
-      docker,
-      loadSizesNow,
-      record,
-    );
+    if (wanted('relist-cost'))
+      await relistCost(
+        {
+          pid: d.proc.pid ?? 0,
+          call: (method, req) => rpc(d, method, req),
+          runPod: () => runPodWithApp(d, true),
+          removePod: (id) => removePod(d, id),
+        },
+        docker,
+        relistSizes,
+        record,
+      );
+    const figures =
+      wanted('kubelet-load') &&
+      (await kubeletLoad(
+        {
+          pid: d.proc.pid ?? 0,
+          call: (method, req) => rpc(d, method, req),
+          imageFsInfo: () =>
+            new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
+          runPod: () => runPodWithApp(d, false),
+          removePod: (id) => removePod(d, id),
+          dockerRequests: d.dockerRequests,
+        },
+        docker,
+        loadSizesNow,
+        record,
+      ));
     if (figures && others.length) tables.push(await compareKubeletLoad(figures, others, loadSizesNow));
     if (wanted('lifecycle')) {
       const shape = { pods: lifecyclePods, podConfig: () => pod(false), image: BUSYBOX };
-      tables.push(await compareLifecycle([{ name: 'crishim', call: (method, req) => rpc(d, method, req) }, ...others], shape));
+      tables.push(
+        await compareLifecycle([{ name: 'crishim', call: (method, req) => rpc(d, method, req) }, ...others], shape),
+      );
     }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
     const target = {
@@ -651,8 +770,12 @@ async function report(): Promise<void> {
   const header: Row = ['measure', 'crishim', 'raw Docker', 'ratio / result'];
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i].length)));
   const line = (r: Row): string => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-  process.stdout.write(`crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${(await docker.version()).Version}, ${new Date().toISOString()}\n`);
-  process.stdout.write([line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n') + '\n');
+  process.stdout.write(
+    `crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${(await docker.version()).Version}, ${new Date().toISOString()}\n`,
+  );
+  process.stdout.write(
+    [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n') + '\n',
+  );
   for (const t of tables) process.stdout.write(`\n${t}\n`);
 }
 

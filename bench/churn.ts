@@ -16,7 +16,12 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 }
 
-export async function churn(target: Omit<ChurnTarget, 'docker'>, docker: Docker, runs: number, record: Record4): Promise<void> {
+export async function churn(
+  target: Omit<ChurnTarget, 'docker'>,
+  docker: Docker,
+  runs: number,
+  record: Record4,
+): Promise<void> {
   const session = await openChurn({ ...target, docker });
   const lags: number[] = [];
   const listMs: number[] = [];
@@ -35,7 +40,12 @@ export async function churn(target: Omit<ChurnTarget, 'docker'>, docker: Docker,
   } finally {
     session.close();
   }
-  record(`churn: runs passed (of ${runs})`, `${passed} passed, ${runs - passed} failed`, '-', passed === runs ? 'all' : 'FAILURES');
+  record(
+    `churn: runs passed (of ${runs})`,
+    `${passed} passed, ${runs - passed} failed`,
+    '-',
+    passed === runs ? 'all' : 'FAILURES',
+  );
   record(
     `churn: List/Status lag after a change (${lags.length} changes)`,
     `worst ${lags.length ? Math.max(...lags).toFixed(1) : '-'} ms, p99 ${pct(lags, 99).toFixed(1)} ms, p50 ${pct(lags, 50).toFixed(1)} ms`,

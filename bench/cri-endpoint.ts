@@ -25,21 +25,39 @@ export interface CompareSpec {
 }
 
 export function connectCri(endpoint: string, repo: string): CriClient {
-  const def = protoLoader.loadSync(path.join(repo, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const def = protoLoader.loadSync(path.join(repo, 'proto', 'runtime', 'v1', 'api.proto'), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  const runtime = new proto.runtime.v1.RuntimeService(endpoint, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
-  const image = new proto.runtime.v1.ImageService(endpoint, grpc.credentials.createInsecure()) as unknown as ImageServiceClient;
+  const runtime = new proto.runtime.v1.RuntimeService(
+    endpoint,
+    grpc.credentials.createInsecure(),
+  ) as unknown as RuntimeServiceClient;
+  const image = new proto.runtime.v1.ImageService(
+    endpoint,
+    grpc.credentials.createInsecure(),
+  ) as unknown as ImageServiceClient;
   return { runtime, image, close: () => (runtime.close(), image.close()) };
 }
 
 type Unary<T> = (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void;
 
 /** A unary call by method name on a generated client (RuntimeService or ImageService). */
-export function criCall<T>(client: RuntimeServiceClient | ImageServiceClient, method: string, req: unknown): Promise<T> {
+export function criCall<T>(
+  client: RuntimeServiceClient | ImageServiceClient,
+  method: string,
+  req: unknown,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const fn = (client as unknown as Record<string, Unary<T> | undefined>)[method];
     if (!fn) return reject(new Error(`no CRI method ${method}`));
-    fn.call(client, req, new grpc.Metadata(), { deadline: Date.now() + 300_000 }, (e, res) => (e ? reject(e) : resolve(res)));
+    fn.call(client, req, new grpc.Metadata(), { deadline: Date.now() + 300_000 }, (e, res) =>
+      e ? reject(e) : resolve(res),
+    );
   });
 }
 
@@ -55,7 +73,8 @@ export function parseCompare(argv: string[]): CompareSpec[] {
     const pid = fields.pop();
     const name = fields.pop();
     const endpoint = fields.join(':');
-    if (!pid || !name || !endpoint.startsWith('unix://')) throw new Error(`--compare entry ${JSON.stringify(entry)}: want unix://SOCKET:NAME:PID (or PIDFILE)`);
+    if (!pid || !name || !endpoint.startsWith('unix://'))
+      throw new Error(`--compare entry ${JSON.stringify(entry)}: want unix://SOCKET:NAME:PID (or PIDFILE)`);
     return { endpoint, name, pid };
   });
 }
@@ -63,6 +82,7 @@ export function parseCompare(argv: string[]): CompareSpec[] {
 /** A pid given as a number or as the path of a pidfile. */
 export function resolvePid(spec: string): number {
   const pid = Number(/^\d+$/.test(spec) ? spec : readFileSync(spec, 'utf8').trim());
-  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`--compare pid ${JSON.stringify(spec)} is neither a pid nor a pidfile holding one`);
+  if (!Number.isInteger(pid) || pid <= 0)
+    throw new Error(`--compare pid ${JSON.stringify(spec)} is neither a pid nor a pidfile holding one`);
   return pid;
 }

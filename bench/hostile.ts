@@ -46,32 +46,62 @@ async function startDaemon(): Promise<Daemon> {
   conf.plugins[0].ipam.dataDir = path.join(dir, 'ipam');
   await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
   const socket = path.join(dir, 'crishim.sock');
-  const proc = spawn(process.execPath, [
-    path.join(REPO, 'dist', 'main.js'),
-    '--container-runtime-endpoint', `unix://${socket}`,
-    '--root-directory', path.join(dir, 'root'),
-    '--cni-conf-dir', confDir,
-    '--log-level', 'error',
-  ], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+  const proc = spawn(
+    process.execPath,
+    [
+      path.join(REPO, 'dist', 'main.js'),
+      '--container-runtime-endpoint',
+      `unix://${socket}`,
+      '--root-directory',
+      path.join(dir, 'root'),
+      '--cni-conf-dir',
+      confDir,
+      '--log-level',
+      'error',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  const runtime = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+  const runtime = new proto.runtime.v1.RuntimeService(
+    `unix://${socket}`,
+    grpc.credentials.createInsecure(),
+  ) as unknown as RuntimeServiceClient;
   for (let i = 0; i < 200 && !existsSync(socket); i++) await sleep(50);
   return { proc, runtime, socket, dir };
 }
 
 function rpc<T>(d: Daemon, method: string, req: unknown): Promise<T> {
   return new Promise((resolve, reject) => {
-    const fn = (d.runtime as unknown as Record<string, (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void>)[method];
-    fn.call(d.runtime, req, new grpc.Metadata(), { deadline: Date.now() + 60_000 }, (e, res) => (e ? reject(e) : resolve(res)));
+    const fn = (
+      d.runtime as unknown as Record<
+        string,
+        (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void
+      >
+    )[method];
+    fn.call(d.runtime, req, new grpc.Metadata(), { deadline: Date.now() + 60_000 }, (e, res) =>
+      e ? reject(e) : resolve(res),
+    );
   });
 }
 
-const rss = (pid: number): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const rss = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 /** Version every 20 ms and the daemon's RSS every 200 ms while `load` runs for `ms`. */
-async function measure(d: Daemon, ms: number, load: (until: number) => Promise<void>): Promise<{ p50: number; p99: number; max: number; rssStart: number; rssPeak: number }> {
+async function measure(
+  d: Daemon,
+  ms: number,
+  load: (until: number) => Promise<void>,
+): Promise<{ p50: number; p99: number; max: number; rssStart: number; rssPeak: number }> {
   const pid = d.proc.pid!;
   const rssStart = rss(pid);
   let rssPeak = rssStart;
@@ -103,7 +133,11 @@ function h2frame(type: number, flags: number, stream: number, payload: Buffer): 
 
 /** Offers up to `total` bytes of CONTINUATION frames, reconnecting whenever crishim closes the connection. */
 async function continuationFlood(socketPath: string, until: number, total: number): Promise<number> {
-  const preface = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), h2frame(4, 0, 0, Buffer.alloc(0)), h2frame(1, 0, 1, Buffer.from([0x82]))]);
+  const preface = Buffer.concat([
+    Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'),
+    h2frame(4, 0, 0, Buffer.alloc(0)),
+    h2frame(1, 0, 1, Buffer.from([0x82])),
+  ]);
   const cont = h2frame(9, 0, 1, Buffer.alloc(16384, 0x40));
   let sent = 0;
   while (Date.now() < until && sent < total) {
@@ -133,7 +167,10 @@ function liftSendWindow(x: unknown): void {
 
 function spdyUpgrade(url: string): Promise<{ conn: SpdyConnection; socket: net.Socket }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' } });
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' },
+    });
     req.on('upgrade', (_res, socket: net.Socket, head: Buffer) => {
       if (head.length) socket.unshift(head);
       const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: false });
@@ -141,10 +178,15 @@ function spdyUpgrade(url: string): Promise<{ conn: SpdyConnection; socket: net.S
       const framer = (conn as unknown as { _spdyState: { framer: Framer } })._spdyState.framer;
       const orig = framer.headersToDict;
       framer.headersToDict = function (this: Framer, headers, pre, cb) {
-        return orig.call(this, headers, (hd: SpdyHeaders) => {
-          pre?.(hd);
-          for (const k of [':method', ':path', ':version', ':scheme', ':host']) delete hd[k];
-        }, cb);
+        return orig.call(
+          this,
+          headers,
+          (hd: SpdyHeaders) => {
+            pre?.(hd);
+            for (const k of [':method', ':path', ':version', ':scheme', ':host']) delete hd[k];
+          },
+          cb,
+        );
       };
       liftSendWindow(conn);
       conn.on('error', () => undefined);
@@ -170,17 +212,31 @@ async function main(): Promise<void> {
   const d = await startDaemon();
   const rows: string[][] = [];
   const row = (what: string, m: Awaited<ReturnType<typeof measure>>, extra = ''): void => {
-    rows.push([what, m.p50.toFixed(1), m.p99.toFixed(1), m.max.toFixed(1), ((m.rssPeak - m.rssStart) / 1e6).toFixed(1), extra]);
+    rows.push([
+      what,
+      m.p50.toFixed(1),
+      m.p99.toFixed(1),
+      m.max.toFixed(1),
+      ((m.rssPeak - m.rssStart) / 1e6).toFixed(1),
+      extra,
+    ]);
   };
   try {
     row('idle (baseline)', await measure(d, PHASE_MS / 2, async () => undefined));
 
     let offered = 0;
-    row('1 GiB CONTINUATION flood', await measure(d, PHASE_MS, async (until) => {
-      offered = await continuationFlood(d.socket, until, 1024 ** 3);
-    }), `${(offered / 1e6).toFixed(0)} MB offered`);
+    row(
+      '1 GiB CONTINUATION flood',
+      await measure(d, PHASE_MS, async (until) => {
+        offered = await continuationFlood(d.socket, until, 1024 ** 3);
+      }),
+      `${(offered / 1e6).toFixed(0)} MB offered`,
+    );
 
-    const config = { metadata: { name: 'hostile', namespace: 'crishim-bench', uid: `hostile-${process.pid}`, attempt: 0 }, labels: {} };
+    const config = {
+      metadata: { name: 'hostile', namespace: 'crishim-bench', uid: `hostile-${process.pid}`, attempt: 0 },
+      labels: {},
+    };
     const { pod_sandbox_id: pod } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
     const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
       pod_sandbox_id: pod,
@@ -189,7 +245,8 @@ async function main(): Promise<void> {
     });
     await rpc(d, 'StartContainer', { container_id: c });
     const exec = async (cmd: string[], stdin: boolean): Promise<string> =>
-      (await rpc<{ url: string }>(d, 'Exec', { container_id: c, cmd, stdin, stdout: true, stderr: false, tty: false })).url;
+      (await rpc<{ url: string }>(d, 'Exec', { container_id: c, cmd, stdin, stdout: true, stderr: false, tty: false }))
+        .url;
 
     {
       const { conn, socket } = await spdyUpgrade(await exec(['cat', '/dev/zero'], false));
@@ -215,13 +272,17 @@ async function main(): Promise<void> {
       // socket as a TCP sender would, and keep the event loop (and the Version probe) turning
       const framer = (conn as unknown as { _spdyState: { framer: { readableLength: number } } })._spdyState.framer;
       const start = socket.bytesWritten;
-      row('SPDY exec, stdin flood', await measure(d, PHASE_MS, async (until) => {
-        while (Date.now() < until) {
-          if (framer.readableLength + socket.writableLength > 4 * 1024 * 1024) await sleep(20);
-          else stdin.write(chunk);
-          await new Promise((r) => setImmediate(r));
-        }
-      }), `${((socket.bytesWritten - start) / 1e6).toFixed(1)} MB accepted by crishim's socket`);
+      row(
+        'SPDY exec, stdin flood',
+        await measure(d, PHASE_MS, async (until) => {
+          while (Date.now() < until) {
+            if (framer.readableLength + socket.writableLength > 4 * 1024 * 1024) await sleep(20);
+            else stdin.write(chunk);
+            await new Promise((r) => setImmediate(r));
+          }
+        }),
+        `${((socket.bytesWritten - start) / 1e6).toFixed(1)} MB accepted by crishim's socket`,
+      );
       socket.destroy();
     }
     await rpc(d, 'StopPodSandbox', { pod_sandbox_id: pod });

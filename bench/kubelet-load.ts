@@ -85,7 +85,13 @@ export interface PhaseResult {
 }
 
 /** Runs the kubelet's loops for `seconds` and measures both processes' CPU over exactly that time. */
-export async function drive(calls: Calls, pods: string[], sizes: LoadSizes, pid: number | undefined, dockerd: number): Promise<PhaseResult> {
+export async function drive(
+  calls: Calls,
+  pods: string[],
+  sizes: LoadSizes,
+  pid: number | undefined,
+  dockerd: number,
+): Promise<PhaseResult> {
   const out: PhaseResult = { relist: [], stats: [], cpuPct: 0, dockerdPct: 0, errors: 0, firstError: '' };
   const t0 = now();
   const end = t0 + sizes.seconds * 1000;
@@ -110,7 +116,10 @@ export async function drive(calls: Calls, pods: string[], sizes: LoadSizes, pid:
   await Promise.all([
     every(1000, timedInto(out.relist, calls.relist)),
     every(5000, async () => void (await calls.status())),
-    every(sizes.podSyncCycleMs / Math.max(1, pods.length), async () => void (await calls.podSync(pods[podIndex++ % pods.length]))),
+    every(
+      sizes.podSyncCycleMs / Math.max(1, pods.length),
+      async () => void (await calls.podSync(pods[podIndex++ % pods.length])),
+    ),
     calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound)) : Promise.resolve(),
   ]);
   const wall = now() - t0;
@@ -134,7 +143,8 @@ export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => P
 }
 
 /** The shared dockerd's pid (DOCKERD_PIDFILE names another engine's pidfile). */
-export const dockerdPid = (): number => Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
+export const dockerdPid = (): number =>
+  Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
 
 /** The kubelet's calls through a CRI endpoint: one shape for crishim and for any runtime compared with it. */
 export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<Calls> {
@@ -143,10 +153,13 @@ export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<
     status: () => t.call('Status', {}),
     podSync: async (id) => {
       await t.call('PodSandboxStatus', { pod_sandbox_id: id });
-      const { containers } = await t.call<{ containers: Array<{ id: string }> }>('ListContainers', { filter: { pod_sandbox_id: id } });
+      const { containers } = await t.call<{ containers: Array<{ id: string }> }>('ListContainers', {
+        filter: { pod_sandbox_id: id },
+      });
       await Promise.all(containers.map((c) => t.call('ContainerStatus', { container_id: c.id })));
     },
-    statsRound: () => Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
+    statsRound: () =>
+      Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
   };
 }
 
@@ -156,7 +169,12 @@ export interface LoadFigures {
   raw: PhaseResult;
 }
 
-export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSizes, record: Record4): Promise<LoadFigures> {
+export async function kubeletLoad(
+  t: LoadTarget,
+  docker: Docker,
+  sizes: LoadSizes,
+  record: Record4,
+): Promise<LoadFigures> {
   const dockerd = dockerdPid();
   const pods: string[] = [];
   try {
@@ -168,11 +186,18 @@ export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSize
     const containerLabel = { label: ['io.kubernetes.docker.type=container'] };
     const raw = await drive(
       {
-        relist: () => Promise.all([docker.listContainers({ all: true, filters: sandboxLabel }), docker.listContainers({ all: true, filters: containerLabel })]),
+        relist: () =>
+          Promise.all([
+            docker.listContainers({ all: true, filters: sandboxLabel }),
+            docker.listContainers({ all: true, filters: containerLabel }),
+          ]),
         status: () => docker.ping(),
         podSync: async (id) => {
           await docker.getContainer(id).inspect();
-          const members = await docker.listContainers({ all: true, filters: { label: [`io.kubernetes.sandbox.id=${id}`] } });
+          const members = await docker.listContainers({
+            all: true,
+            filters: { label: [`io.kubernetes.sandbox.id=${id}`] },
+          });
           await Promise.all(members.map((m) => docker.getContainer(m.Id).inspect()));
         },
       },
@@ -209,12 +234,32 @@ export async function kubeletLoad(t: LoadTarget, docker: Docker, sizes: LoadSize
       `- (+ ${raw.dockerdPct.toFixed(2)} %)`,
       `${((cri.cpuPct + cri.dockerdPct) / raw.dockerdPct).toFixed(2)} (sum vs dockerd alone)`,
     );
-    record(`${tag}: relist p50 / p99`, `${ms(pct(cri.relist, 50))} / ${ms(pct(cri.relist, 99))}`, `${ms(pct(raw.relist, 50))} / ${ms(pct(raw.relist, 99))}`, (pct(cri.relist, 50) / pct(raw.relist, 50)).toFixed(2));
-    record(`${tag}: stats round p50 / p99 (3 calls)`, `${ms(pct(cri.stats, 50))} / ${ms(pct(cri.stats, 99))}`, '-', '-');
-    record(`${tag}: CPU per ListContainerStats / ListPodSandboxStats`, `${ms(ctrStatsCpu)} / ${ms(podStatsCpu)}`, '-', '-');
+    record(
+      `${tag}: relist p50 / p99`,
+      `${ms(pct(cri.relist, 50))} / ${ms(pct(cri.relist, 99))}`,
+      `${ms(pct(raw.relist, 50))} / ${ms(pct(raw.relist, 99))}`,
+      (pct(cri.relist, 50) / pct(raw.relist, 50)).toFixed(2),
+    );
+    record(
+      `${tag}: stats round p50 / p99 (3 calls)`,
+      `${ms(pct(cri.stats, 50))} / ${ms(pct(cri.stats, 99))}`,
+      '-',
+      '-',
+    );
+    record(
+      `${tag}: CPU per ListContainerStats / ListPodSandboxStats`,
+      `${ms(ctrStatsCpu)} / ${ms(podStatsCpu)}`,
+      '-',
+      '-',
+    );
     record(`${tag}: runtime RSS after the load`, `${rss.toFixed(1)} MiB`, '-', '-');
     // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
-    record(`${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`, String(requests), '-', `${cri.errors + raw.errors} errors${cri.firstError || raw.firstError ? ` (${(cri.firstError || raw.firstError).slice(0, 80)})` : ''}`);
+    record(
+      `${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`,
+      String(requests),
+      '-',
+      `${cri.errors + raw.errors} errors${cri.firstError || raw.firstError ? ` (${(cri.firstError || raw.firstError).slice(0, 80)})` : ''}`,
+    );
     return { crishim: { ...cri, rssMiB: rss }, raw };
   } finally {
     await mapLimit(pods.length, 8, (i) => t.removePod(pods[i]).catch(() => undefined));

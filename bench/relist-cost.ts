@@ -57,7 +57,12 @@ async function measure(pid: number, n: number, fn: () => Promise<unknown>): Prom
   return { cpu: (cpuMs(pid) - c0) / n, lat };
 }
 
-export async function relistCost(t: RelistTarget, docker: Docker, sizes: { pods: number; calls: number }, record: Record4): Promise<void> {
+export async function relistCost(
+  t: RelistTarget,
+  docker: Docker,
+  sizes: { pods: number; calls: number },
+  record: Record4,
+): Promise<void> {
   const dockerd = Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
   const pods: string[] = [];
   const idle = rssMiB(t.pid);
@@ -73,12 +78,29 @@ export async function relistCost(t: RelistTarget, docker: Docker, sizes: { pods:
     );
     const cri = await measure(t.pid, sizes.calls, relist);
     const tag = `relist at ${sizes.pods} pods, ${sizes.calls} calls in a row`;
-    record(`${tag}: CPU per relist (crishim vs dockerd for 2 docker ps)`, f(cri.cpu), f(raw.cpu), (cri.cpu / raw.cpu).toFixed(2));
-    record(`${tag}: relist p50 / p99`, `${f(pct(cri.lat, 50))} / ${f(pct(cri.lat, 99))}`, `${f(pct(raw.lat, 50))} / ${f(pct(raw.lat, 99))}`, (pct(cri.lat, 50) / pct(raw.lat, 50)).toFixed(2));
-    const byPod = await measure(t.pid, sizes.calls, () => t.call('ListContainers', { filter: { pod_sandbox_id: pods[0] } }));
+    record(
+      `${tag}: CPU per relist (crishim vs dockerd for 2 docker ps)`,
+      f(cri.cpu),
+      f(raw.cpu),
+      (cri.cpu / raw.cpu).toFixed(2),
+    );
+    record(
+      `${tag}: relist p50 / p99`,
+      `${f(pct(cri.lat, 50))} / ${f(pct(cri.lat, 99))}`,
+      `${f(pct(raw.lat, 50))} / ${f(pct(raw.lat, 99))}`,
+      (pct(cri.lat, 50) / pct(raw.lat, 50)).toFixed(2),
+    );
+    const byPod = await measure(t.pid, sizes.calls, () =>
+      t.call('ListContainers', { filter: { pod_sandbox_id: pods[0] } }),
+    );
     const status = await measure(t.pid, sizes.calls, () => t.call('PodSandboxStatus', { pod_sandbox_id: pods[0] }));
     record(`${tag}: CPU per ListContainers(pod) / PodSandboxStatus`, `${f(byPod.cpu)} / ${f(status.cpu)}`, '-', '-');
-    record(`${tag}: runtime RSS idle before the pods / after the calls`, `${idle.toFixed(1)} MiB / ${rssMiB(t.pid).toFixed(1)} MiB`, '-', '-');
+    record(
+      `${tag}: runtime RSS idle before the pods / after the calls`,
+      `${idle.toFixed(1)} MiB / ${rssMiB(t.pid).toFixed(1)} MiB`,
+      '-',
+      '-',
+    );
   } finally {
     for (const id of pods) await t.removePod(id).catch(() => undefined);
   }

@@ -5,7 +5,18 @@
  * first), so each is measured with only its own pods on the shared dockerd.
  */
 import { setTimeout as sleep } from 'timers/promises';
-import { criCalls, dockerdPid, drive, mapLimit, pct, rssMiB, type LoadFigures, type LoadSizes, type LoadTarget, type PhaseResult } from './kubelet-load';
+import {
+  criCalls,
+  dockerdPid,
+  drive,
+  mapLimit,
+  pct,
+  rssMiB,
+  type LoadFigures,
+  type LoadSizes,
+  type LoadTarget,
+  type PhaseResult,
+} from './kubelet-load';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   name: string;
@@ -39,11 +50,20 @@ async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
     // fails it for pods without a cgroup parent) leaves the round, and the table says so
     const skipped: string[] = [];
     for (const method of STATS_CALLS) {
-      await t.call(method, {}).catch((err: unknown) => skipped.push(`${method}: ${(err as Error).message.slice(0, 40)}`));
+      await t
+        .call(method, {})
+        .catch((err: unknown) => skipped.push(`${method}: ${(err as Error).message.slice(0, 40)}`));
     }
     const skip = new Set(skipped.map((s) => s.slice(0, s.indexOf(':'))));
-    const call = <T>(method: string, req: unknown): Promise<T> => (skip.has(method) ? Promise.resolve({} as T) : t.call<T>(method, req));
-    const figures = await drive(criCalls({ call, imageFsInfo: () => t.imageFsInfo() }), pods, sizes, t.pid, dockerdPid());
+    const call = <T>(method: string, req: unknown): Promise<T> =>
+      skip.has(method) ? Promise.resolve({} as T) : t.call<T>(method, req);
+    const figures = await drive(
+      criCalls({ call, imageFsInfo: () => t.imageFsInfo() }),
+      pods,
+      sizes,
+      t.pid,
+      dockerdPid(),
+    );
     return { ...figures, rssMiB: rssMiB(t.pid), skipped };
   } catch (err) {
     throw new Error(`kubelet load on ${t.name}: ${(err as Error).message}`, { cause: err });
@@ -56,7 +76,11 @@ async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
  * Runs the kubelet load on every target after crishim's run (`base`) and tables them:
  * one row per runtime, then crishim's ratio to each.
  */
-export async function compareKubeletLoad(base: LoadFigures, targets: CompareTarget[], sizes: LoadSizes): Promise<string> {
+export async function compareKubeletLoad(
+  base: LoadFigures,
+  targets: CompareTarget[],
+  sizes: LoadSizes,
+): Promise<string> {
   const rows: string[][] = [];
   const sum = (f: Figures, usesDocker: boolean): number => f.cpuPct + (usesDocker ? f.dockerdPct : 0);
   const row = (name: string, f: Figures, usesDocker: boolean): string[] => [
@@ -70,7 +94,16 @@ export async function compareKubeletLoad(base: LoadFigures, targets: CompareTarg
     `${ms(pct(f.stats, 50))} / ${ms(pct(f.stats, 99))}`,
     f.errors ? `${f.errors} (${f.firstError.slice(0, 60)})` : '0',
   ];
-  rows.push(['raw Docker lists (baseline)', '-', pcts(base.raw.dockerdPct), pcts(base.raw.dockerdPct), '-', `${ms(pct(base.raw.relist, 50))} / ${ms(pct(base.raw.relist, 99))}`, '-', String(base.raw.errors)]);
+  rows.push([
+    'raw Docker lists (baseline)',
+    '-',
+    pcts(base.raw.dockerdPct),
+    pcts(base.raw.dockerdPct),
+    '-',
+    `${ms(pct(base.raw.relist, 50))} / ${ms(pct(base.raw.relist, 99))}`,
+    '-',
+    String(base.raw.errors),
+  ]);
   rows.push(row('crishim', base.crishim, true));
   const others: Array<[CompareTarget, Figures]> = [];
   for (const t of targets) {
@@ -106,7 +139,18 @@ export interface LifecycleShape {
   image: string;
 }
 
-const LIFECYCLE_CALLS = ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'ListPodSandbox', 'ListContainers', 'PodSandboxStatus', 'ContainerStatus', 'StopContainer', 'StopPodSandbox', 'RemovePodSandbox'] as const;
+const LIFECYCLE_CALLS = [
+  'RunPodSandbox',
+  'CreateContainer',
+  'StartContainer',
+  'ListPodSandbox',
+  'ListContainers',
+  'PodSandboxStatus',
+  'ContainerStatus',
+  'StopContainer',
+  'StopPodSandbox',
+  'RemovePodSandbox',
+] as const;
 type LifecycleCall = (typeof LIFECYCLE_CALLS)[number];
 
 /**
@@ -136,7 +180,11 @@ async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<M
       const { container_id: c } = await timed<{ container_id: string }>('CreateContainer', {
         pod_sandbox_id: id,
         // exits on SIGTERM, as a well-behaved app does: StopContainer measures the runtime, not a grace period
-        config: { metadata: { name: 'app', attempt: 0 }, image: { image: shape.image }, command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'] },
+        config: {
+          metadata: { name: 'app', attempt: 0 },
+          image: { image: shape.image },
+          command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'],
+        },
         sandbox_config: config,
       });
       p.container = c;
@@ -175,6 +223,10 @@ export async function compareLifecycle(targets: LifecycleTarget[], shape: Lifecy
     ...targets.map((_, i) => ms(p50(i, call))),
     ...targets.slice(1).map((_, i) => ratio(p50(0, call), p50(i + 1, call))),
   ]);
-  const header = ['p50', ...targets.map((t) => t.name), ...targets.slice(1).map((t) => `${targets[0].name} / ${t.name}`)];
+  const header = [
+    'p50',
+    ...targets.map((t) => t.name),
+    ...targets.slice(1).map((t) => `${targets[0].name} / ${t.name}`),
+  ];
   return `pod lifecycle, ${shape.pods} pods one call at a time, runtimes in turn\n${table(header, rows)}`;
 }

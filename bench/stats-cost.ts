@@ -32,7 +32,11 @@ async function callCpu(t: StatsCostTarget, method: string, calls: number): Promi
   return xs;
 }
 
-export async function statsCost(t: StatsCostTarget, sizes: { pods: number; calls: number }, record: Record4): Promise<void> {
+export async function statsCost(
+  t: StatsCostTarget,
+  sizes: { pods: number; calls: number },
+  record: Record4,
+): Promise<void> {
   const pods: string[] = [];
   try {
     for (let i = 0; i < sizes.pods; i += 8) {
@@ -45,9 +49,15 @@ export async function statsCost(t: StatsCostTarget, sizes: { pods: number; calls
     const pod = await callCpu(t, 'ListPodSandboxStats', sizes.calls);
     const ctr = await callCpu(t, 'ListContainerStats', sizes.calls);
     const f = (xs: number[]): string => `${pct(xs, 50).toFixed(1)} / ${Math.min(...xs).toFixed(1)} ms`;
-    record(`stats-cost, ${sizes.pods} pods: CPU per ListPodSandboxStats, p50 / min of ${sizes.calls}`, f(pod), '-', '-');
+    record(
+      `stats-cost, ${sizes.pods} pods: CPU per ListPodSandboxStats, p50 / min of ${sizes.calls}`,
+      f(pod),
+      '-',
+      '-',
+    );
     record(`stats-cost, ${sizes.pods} pods: CPU per ListContainerStats, p50 / min of ${sizes.calls}`, f(ctr), '-', '-');
   } finally {
-    for (let i = 0; i < pods.length; i += 8) await Promise.all(pods.slice(i, i + 8).map((id) => t.removePod(id).catch(() => undefined)));
+    for (let i = 0; i < pods.length; i += 8)
+      await Promise.all(pods.slice(i, i + 8).map((id) => t.removePod(id).catch(() => undefined)));
   }
 }

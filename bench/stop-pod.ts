@@ -34,18 +34,28 @@ function runPlugin(type: string, env: Record<string, string>, stdin: string): Pr
   const bin = CNI_DIRS.map((d) => path.join(d, type)).find((f) => existsSync(f));
   if (!bin) return Promise.reject(new Error(`CNI plugin ${type} not found in ${CNI_DIRS.join(', ')}`));
   return new Promise((resolve, reject) => {
-    const p = spawn(bin, [], { env: { ...env, PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', CNI_PATH: CNI_DIRS.join(':') }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(bin, [], {
+      env: { ...env, PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', CNI_PATH: CNI_DIRS.join(':') },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     p.stdout.on('data', (c: Buffer) => (out += c.toString()));
     p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`CNI DEL ${type}: exit ${code}: ${out.slice(0, 200)}`))));
+    p.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`CNI DEL ${type}: exit ${code}: ${out.slice(0, 200)}`)),
+    );
     p.stdin.end(stdin);
   });
 }
 
 async function cniDel(conf: ConfList, sandboxId: string, pid: number): Promise<void> {
   for (const plugin of [...conf.plugins].reverse()) {
-    const env = { CNI_COMMAND: 'DEL', CNI_CONTAINERID: sandboxId, CNI_NETNS: `/proc/${pid}/ns/net`, CNI_IFNAME: 'eth0' };
+    const env = {
+      CNI_COMMAND: 'DEL',
+      CNI_CONTAINERID: sandboxId,
+      CNI_NETNS: `/proc/${pid}/ns/net`,
+      CNI_IFNAME: 'eth0',
+    };
     await runPlugin(plugin.type, env, JSON.stringify({ ...plugin, name: conf.name, cniVersion: conf.cniVersion }));
   }
 }
@@ -76,7 +86,10 @@ export async function stopPod(t: StopPodTarget, docker: Docker, pods: number, re
         requests.push(t.dockerRequests() - before);
       } else {
         const pid = (await docker.getContainer(id).inspect()).State.Pid;
-        const members = await docker.listContainers({ all: true, filters: { label: [`io.kubernetes.sandbox.id=${id}`] } });
+        const members = await docker.listContainers({
+          all: true,
+          filters: { label: [`io.kubernetes.sandbox.id=${id}`] },
+        });
         const t0 = now();
         await Promise.all([...members.map((m) => stopQuietly(docker, m.Id, 0)), cniDel(conf, id, pid)]);
         await stopQuietly(docker, id, 10);

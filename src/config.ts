@@ -81,7 +81,9 @@ function logLevel(value: string): string {
 function cgroupPath(value: string): string {
   if (value === '') return value;
   if (!value.startsWith('/') || value.split('/').includes('..')) {
-    throw new InvalidArgumentError('--runtime-cgroups must be an absolute cgroup path without "..", e.g. /system.slice/crishim.service');
+    throw new InvalidArgumentError(
+      '--runtime-cgroups must be an absolute cgroup path without "..", e.g. /system.slice/crishim.service',
+    );
   }
   return value;
 }
@@ -99,7 +101,8 @@ function oneOf<T extends string>(name: string, allowed: readonly T[]) {
 export function logSize(value: string): string {
   const m = /^(\d+)([kmg]?)$/i.exec(value.trim());
   const units: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
-  if (!m || Number(m[1]) * units[m[2].toLowerCase()] < 1024 ** 2) throw new InvalidArgumentError('must be a size of at least 1m, e.g. 10m or 1g');
+  if (!m || Number(m[1]) * units[m[2].toLowerCase()] < 1024 ** 2)
+    throw new InvalidArgumentError('must be a size of at least 1m, e.g. 10m or 1g');
   return `${m[1]}${m[2].toLowerCase()}`;
 }
 
@@ -124,28 +127,92 @@ export function buildCli(): Command {
     .helpOption('-h, --help', 'show the flags and their defaults')
     .allowExcessArguments(false)
     .addOption(new Option('--version', 'print crishim, CRI and Docker API versions and exit'))
-    .addOption(new Option('--container-runtime-endpoint <endpoint>', 'CRI socket to serve on (unix:///path, or fd:// under systemd socket activation)').default(d.containerRuntimeEndpoint))
-    .addOption(new Option('--docker-endpoint <endpoint>', 'Docker Engine endpoint (unix:///path or tcp://host:port)').default(d.dockerEndpoint, 'DOCKER_HOST, else unix:///var/run/docker.sock'))
+    .addOption(
+      new Option(
+        '--container-runtime-endpoint <endpoint>',
+        'CRI socket to serve on (unix:///path, or fd:// under systemd socket activation)',
+      ).default(d.containerRuntimeEndpoint),
+    )
+    .addOption(
+      new Option('--docker-endpoint <endpoint>', 'Docker Engine endpoint (unix:///path or tcp://host:port)').default(
+        d.dockerEndpoint,
+        'DOCKER_HOST, else unix:///var/run/docker.sock',
+      ),
+    )
     .addOption(new Option('--docker-tls-ca <file>', 'CA certificate for a TLS Docker endpoint'))
     .addOption(new Option('--docker-tls-cert <file>', 'client certificate for a TLS Docker endpoint'))
     .addOption(new Option('--docker-tls-key <file>', 'client key for a TLS Docker endpoint'))
-    .addOption(new Option('--network-plugin <name>', 'pod network plugin').choices(['cni', 'none']).default(d.networkPlugin))
+    .addOption(
+      new Option('--network-plugin <name>', 'pod network plugin').choices(['cni', 'none']).default(d.networkPlugin),
+    )
     .addOption(new Option('--cni-conf-dir <dir>', 'directory probed for CNI configs').default(d.cniConfDir))
-    .addOption(new Option('--cni-bin-dir <dirs>', 'comma-separated directories holding CNI plugin binaries').default(d.cniBinDirs.join(',')))
-    .addOption(new Option('--cni-cache-dir <dir>', 'where CNI results are cached').default(d.cniCacheDir, '<root-directory>/cni-cache'))
-    .addOption(new Option('--cni-exec-timeout <seconds>', 'kill a CNI plugin that runs longer than this').argParser(positiveInt).default(d.cniExecTimeoutSeconds))
-    .addOption(new Option('--pod-infra-container-image <image>', 'sandbox (pause) image').default(d.podInfraContainerImage))
+    .addOption(
+      new Option('--cni-bin-dir <dirs>', 'comma-separated directories holding CNI plugin binaries').default(
+        d.cniBinDirs.join(','),
+      ),
+    )
+    .addOption(
+      new Option('--cni-cache-dir <dir>', 'where CNI results are cached').default(
+        d.cniCacheDir,
+        '<root-directory>/cni-cache',
+      ),
+    )
+    .addOption(
+      new Option('--cni-exec-timeout <seconds>', 'kill a CNI plugin that runs longer than this')
+        .argParser(positiveInt)
+        .default(d.cniExecTimeoutSeconds),
+    )
+    .addOption(
+      new Option('--pod-infra-container-image <image>', 'sandbox (pause) image').default(d.podInfraContainerImage),
+    )
     .addOption(new Option('--pod-cidr <cidr>', 'pod CIDR handed to CNI plugins').default(d.podCidr, 'none'))
-    .addOption(new Option('--root-directory <dir>', 'state directory (checkpoints, CNI cache)').default(d.rootDirectory))
-    .addOption(new Option('--cri-dockerd-root-directory <dir>', 'alias of --root-directory, for cri-dockerd unit files'))
-    .addOption(new Option('--runtime-cgroups <cgroup>', 'cgroup to move the daemon into at start (created when missing)').argParser(cgroupPath).default(d.runtimeCgroups, 'none'))
-    .addOption(new Option('--streaming-bind-addr <addr>', 'host:port of the exec/attach/port-forward server').default(d.streamingBindAddr))
-    .addOption(new Option('--metrics-bind-address <addr>', 'host:port for Prometheus /metrics').default(d.metricsBindAddress, 'off'))
-    .addOption(new Option('--log-level <level>', 'error, warn, info or debug (also warning, trace, fatal, panic)').argParser(logLevel).default(d.logLevel))
-    .addOption(new Option('--log-format <format>', 'text or json').argParser(oneOf('--log-format', ['text', 'json'] as const)).default(d.logFormat))
-    .addOption(new Option('--image-pull-progress-deadline <seconds>', 'cancel a pull that makes no progress for this long').argParser(positiveInt).default(d.imagePullProgressDeadlineSeconds))
-    .addOption(new Option('--container-log-max-size <size>', "Docker json-file max-size of new containers (its rotation size)").argParser(logSize).default(d.containerLogMaxSize))
-    .addOption(new Option('--container-log-max-files <n>', 'Docker json-file max-file of new containers (at least 2)').argParser(logFiles).default(d.containerLogMaxFiles));
+    .addOption(
+      new Option('--root-directory <dir>', 'state directory (checkpoints, CNI cache)').default(d.rootDirectory),
+    )
+    .addOption(
+      new Option('--cri-dockerd-root-directory <dir>', 'alias of --root-directory, for cri-dockerd unit files'),
+    )
+    .addOption(
+      new Option('--runtime-cgroups <cgroup>', 'cgroup to move the daemon into at start (created when missing)')
+        .argParser(cgroupPath)
+        .default(d.runtimeCgroups, 'none'),
+    )
+    .addOption(
+      new Option('--streaming-bind-addr <addr>', 'host:port of the exec/attach/port-forward server').default(
+        d.streamingBindAddr,
+      ),
+    )
+    .addOption(
+      new Option('--metrics-bind-address <addr>', 'host:port for Prometheus /metrics').default(
+        d.metricsBindAddress,
+        'off',
+      ),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'error, warn, info or debug (also warning, trace, fatal, panic)')
+        .argParser(logLevel)
+        .default(d.logLevel),
+    )
+    .addOption(
+      new Option('--log-format <format>', 'text or json')
+        .argParser(oneOf('--log-format', ['text', 'json'] as const))
+        .default(d.logFormat),
+    )
+    .addOption(
+      new Option('--image-pull-progress-deadline <seconds>', 'cancel a pull that makes no progress for this long')
+        .argParser(positiveInt)
+        .default(d.imagePullProgressDeadlineSeconds),
+    )
+    .addOption(
+      new Option('--container-log-max-size <size>', 'Docker json-file max-size of new containers (its rotation size)')
+        .argParser(logSize)
+        .default(d.containerLogMaxSize),
+    )
+    .addOption(
+      new Option('--container-log-max-files <n>', 'Docker json-file max-file of new containers (at least 2)')
+        .argParser(logFiles)
+        .default(d.containerLogMaxFiles),
+    );
 }
 
 interface CliOptions {
@@ -188,7 +255,10 @@ export function parseConfig(argv: string[], cli: Command = buildCli()): Config {
     dockerTlsKey: o.dockerTlsKey,
     networkPlugin: o.networkPlugin,
     cniConfDir: o.cniConfDir,
-    cniBinDirs: o.cniBinDir.split(',').map((s) => s.trim()).filter(Boolean),
+    cniBinDirs: o.cniBinDir
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     cniCacheDir: o.cniCacheDir || path.join(rootDirectory, 'cni-cache'),
     cniExecTimeoutSeconds: o.cniExecTimeout,
     podInfraContainerImage: o.podInfraContainerImage,

@@ -19,7 +19,10 @@ export type CrashAt = (point: CrashPoint) => void;
 export const noCrash: CrashAt = () => undefined;
 
 /** The crash points `CRISHIM_CRASH_AT` in `env` asks for; `kill` ends the process (tests pass a fake). */
-export function crashPointsFromEnv(env: NodeJS.ProcessEnv, kill: () => void = () => process.kill(process.pid, 'SIGKILL')): CrashAt {
+export function crashPointsFromEnv(
+  env: NodeJS.ProcessEnv,
+  kill: () => void = () => process.kill(process.pid, 'SIGKILL'),
+): CrashAt {
   const at = env.CRISHIM_CRASH_AT;
   if (!at) return noCrash;
   return (point) => {

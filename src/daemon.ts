@@ -43,7 +43,12 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const startedAt = BigInt(nowNanos());
   await fsp.mkdir(config.rootDirectory, { recursive: true, mode: 0o700 });
   const client = await connectEngine(
-    { endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey },
+    {
+      endpoint: config.dockerEndpoint,
+      tlsCa: config.dockerTlsCa,
+      tlsCert: config.dockerTlsCert,
+      tlsKey: config.dockerTlsKey,
+    },
     logger,
   );
   // prom-client and its default collectors' timers are loaded only on nodes that serve /metrics
@@ -61,16 +66,24 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const floor = await lowestOomScoreAdj(-1000);
   const oom = Math.max(SANDBOX_OOM_SCORE_ADJ, floor);
   if (oom !== SANDBOX_OOM_SCORE_ADJ) {
-    logger.warn(`this host refuses oom_score_adj ${SANDBOX_OOM_SCORE_ADJ}; pause containers get ${oom} and lower container values are raised to it`, {
-      lowestAllowed: floor,
-    });
+    logger.warn(
+      `this host refuses oom_score_adj ${SANDBOX_OOM_SCORE_ADJ}; pause containers get ${oom} and lower container values are raised to it`,
+      {
+        lowestAllowed: floor,
+      },
+    );
   }
 
   // probed once: Docker's Privileged fails every container where dockerd lacks a capability
   const capabilities = await detectCapabilityGrant(
     engine.current().apiVersion ?? client.apiVersion,
     // a tcp endpoint has no socket path: a remote dockerd's bounding set is unknown
-    dockerOptions({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }).socketPath,
+    dockerOptions({
+      endpoint: config.dockerEndpoint,
+      tlsCa: config.dockerTlsCa,
+      tlsCert: config.dockerTlsCert,
+      tlsKey: config.dockerTlsKey,
+    }).socketPath,
   );
   const grantLine = describeGrant(capabilities);
   if (capabilities.dockerPrivilegedWorks) logger.info(grantLine.message, grantLine.meta);
@@ -95,7 +108,20 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
   const state = createStateStore(instrumented, logger);
   const docker = observeMutations(instrumented, (ref) => state.invalidate(ref));
-  const deps: ServiceDeps = { docker, config, network, checkpoints, engine, logger, sandboxOomScoreAdj: oom, oomScoreAdjFloor: floor, ownPorts, state, capabilities, crashAt };
+  const deps: ServiceDeps = {
+    docker,
+    config,
+    network,
+    checkpoints,
+    engine,
+    logger,
+    sandboxOomScoreAdj: oom,
+    oomScoreAdjFloor: floor,
+    ownPorts,
+    state,
+    capabilities,
+    crashAt,
+  };
   await reconcile(deps, logger);
   const stopJanitor = startNetworkJanitor(deps, logger);
   // Docker's json-files are readable only when Docker runs on this host (a unix socket)
@@ -124,7 +150,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     const [pods, ctrs] = await Promise.all([listSandboxes(deps, null), listContainers(deps, null)]);
     return { sandboxes: countBy(pods.map((p) => p.state)), containers: countBy(ctrs.map((c) => c.state)) };
   });
-  const metricsServer = metricsModule && metrics ? await metricsModule.startMetricsServer(config.metricsBindAddress, metrics, logger) : undefined;
+  const metricsServer =
+    metricsModule && metrics
+      ? await metricsModule.startMetricsServer(config.metricsBindAddress, metrics, logger)
+      : undefined;
   if (metricsServer) ownPorts.add(metricsServer.port);
 
   return {
@@ -152,7 +181,11 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
  * this process since RPCs are live now, and the CRI log copies, whose Docker
  * streams broke with the engine.
  */
-function catchUpAfterOutage(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>, startedAt: bigint): () => void {
+function catchUpAfterOutage(
+  deps: ServiceDeps,
+  logs: ReturnType<typeof createLogManager>,
+  startedAt: bigint,
+): () => void {
   let running: Promise<void> | undefined;
   return () => {
     if (running) return;
@@ -177,7 +210,9 @@ function catchUpAfterOutage(deps: ServiceDeps, logs: ReturnType<typeof createLog
 async function resumeLogCopies(deps: ServiceDeps, logs: ReturnType<typeof createLogManager>): Promise<void> {
   let containers;
   try {
-    containers = await deps.docker.listContainers({ label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`] });
+    containers = await deps.docker.listContainers({
+      label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`],
+    });
   } catch (err) {
     deps.logger.warn('cannot list containers to resume log copies', { error: (err as Error).message });
     return;

@@ -36,7 +36,8 @@ export const alreadyExists = (msg: string): DomainError => new DomainError('alre
 export const failedPrecondition = (msg: string): DomainError => new DomainError('failed-precondition', msg);
 export const unimplemented = (msg: string): DomainError => new DomainError('unimplemented', msg);
 export const internal = (msg: string, cause?: unknown): DomainError => new DomainError('internal', msg, { cause });
-export const unavailable = (msg: string, cause?: unknown): DomainError => new DomainError('unavailable', msg, { cause });
+export const unavailable = (msg: string, cause?: unknown): DomainError =>
+  new DomainError('unavailable', msg, { cause });
 export const deadlineExceeded = (msg: string): DomainError => new DomainError('deadline-exceeded', msg);
 export const cancelled = (msg: string, cause?: unknown): DomainError => new DomainError('cancelled', msg, { cause });
 export const resourceExhausted = (msg: string): DomainError => new DomainError('resource-exhausted', msg);

@@ -40,14 +40,29 @@ export const IMPLICIT_LABEL = 'io.crishim.implicit-labels';
 
 /** Labels crishim owns; never reported back as CRI labels. */
 const INTERNAL = new Set([
-  TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, ATTEMPT_LABEL, CREATED_LABEL, IMPLICIT_LABEL, ROOT_LABEL, HUGEPAGE_LIMITS_LABEL,
+  TYPE_LABEL,
+  SANDBOX_ID_LABEL,
+  CONTAINER_LOGPATH_LABEL,
+  ATTEMPT_LABEL,
+  CREATED_LABEL,
+  IMPLICIT_LABEL,
+  ROOT_LABEL,
+  HUGEPAGE_LIMITS_LABEL,
   RUNTIME_HANDLER_LABEL,
 ]);
 
 /** Prefix of every label crishim keeps for itself. */
 const CRISHIM_PREFIX = 'io.crishim.';
 /** Keys crishim writes and later trusts (never taken from a request). */
-const OWNED = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, CONTAINER_NAME_LABEL]);
+const OWNED = new Set([
+  TYPE_LABEL,
+  SANDBOX_ID_LABEL,
+  CONTAINER_LOGPATH_LABEL,
+  POD_NAME_LABEL,
+  POD_NAMESPACE_LABEL,
+  POD_UID_LABEL,
+  CONTAINER_NAME_LABEL,
+]);
 
 /**
  * Refuses request labels that would collide with crishim's own: a client's
@@ -57,10 +72,17 @@ const OWNED = new Set([TYPE_LABEL, SANDBOX_ID_LABEL, CONTAINER_LOGPATH_LABEL, PO
  * from the metadata would make a pod report itself as another (kube-system/...).
  * The kubelet sends the identity labels with the metadata's values: those pass.
  */
-export function checkRequestLabels(field: string, labels: Record<string, string> | undefined, identity: Record<string, string>): void {
+export function checkRequestLabels(
+  field: string,
+  labels: Record<string, string> | undefined,
+  identity: Record<string, string>,
+): void {
   for (const [k, v] of Object.entries(labels ?? {})) {
     if (k in identity) {
-      if (v !== identity[k]) throw invalidArgument(`${field}[${JSON.stringify(k)}] must equal the metadata's value ${JSON.stringify(identity[k])}`);
+      if (v !== identity[k])
+        throw invalidArgument(
+          `${field}[${JSON.stringify(k)}] must equal the metadata's value ${JSON.stringify(identity[k])}`,
+        );
       continue;
     }
     if (OWNED.has(k) || k.startsWith(CRISHIM_PREFIX) || k.startsWith(ANNOTATION_PREFIX)) {

@@ -13,7 +13,8 @@ import { enterRuntimeCgroup } from './cgroups/runtime-cgroup';
 /** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-const DOCTOR_HELP = '\nCheck this host the way the daemon with these flags sees it:\n  crishim doctor [flags] [--output json]\n';
+const DOCTOR_HELP =
+  '\nCheck this host the way the daemon with these flags sees it:\n  crishim doctor [flags] [--output json]\n';
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -71,7 +72,15 @@ async function main(): Promise<void> {
 /** Versions an operator needs in a bug report, including the Docker API version negotiated now. */
 async function printVersion(config: Config): Promise<void> {
   const quiet = createLogger('error', 'text');
-  const client = await connectDocker({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }, quiet);
+  const client = await connectDocker(
+    {
+      endpoint: config.dockerEndpoint,
+      tlsCa: config.dockerTlsCa,
+      tlsCert: config.dockerTlsCert,
+      tlsKey: config.dockerTlsKey,
+    },
+    quiet,
+  );
   process.stdout.write(
     `crishim ${VERSION}\nCRI API ${CRI_VERSION}\nDocker API ${client.apiVersion ?? 'unknown (docker unreachable)'}\n`,
   );

@@ -48,7 +48,12 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
     if (cg.version === 1) {
       if (!cg.paths.has('hugetlb')) return undefined;
       const dir = await controllerDir(cg, 'hugetlb', root);
-      return (await fsp.stat(dir).then(() => true, () => false)) ? dir : undefined;
+      return (await fsp.stat(dir).then(
+        () => true,
+        () => false,
+      ))
+        ? dir
+        : undefined;
     }
     const dir = await controllerDir(cg, 'hugetlb', root);
     const controllers = await fsp.readFile(path.join(dir, 'cgroup.controllers'), 'utf8').catch(() => '');
@@ -59,13 +64,17 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
     if (limits.length === 0) return [];
     const cg = await containerCgroup(pid, id);
     if (!cg) {
-      log.warn('cgroup of the container not found on this host (process gone, or a remote Docker): hugepage limits not applied', { containerId: id, pid });
+      log.warn(
+        'cgroup of the container not found on this host (process gone, or a remote Docker): hugepage limits not applied',
+        { containerId: id, pid },
+      );
       return [];
     }
     const dir = await hugetlbDir(cg);
     if (!dir) {
       // kubelets send a limit per page size even when they are all 0; once is enough to say so
-      if (!warned) log.warn('no hugetlb cgroup controller on this host: resources.hugepage_limits are not enforced (warned once)');
+      if (!warned)
+        log.warn('no hugetlb cgroup controller on this host: resources.hugepage_limits are not enforced (warned once)');
       warned = true;
       return [];
     }
@@ -76,7 +85,8 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
         await fsp.writeFile(file, l.limit, { flag: fsConstants.O_WRONLY | fsConstants.O_TRUNC });
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') throw invalidArgument(`resources.hugepage_limits: page size ${l.page_size} is not supported by this host`);
+        if (code === 'ENOENT')
+          throw invalidArgument(`resources.hugepage_limits: page size ${l.page_size} is not supported by this host`);
         throw internal(`write hugepage limit ${l.page_size}=${l.limit} to ${file}: ${(err as Error).message}`, err);
       }
     }
@@ -101,4 +111,3 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
 
   return { apply, read };
 }
-

@@ -28,7 +28,11 @@ export function parseCgroupMounts(mounts: string): CgroupMount[] {
 
 /** Gives each new cpuset cgroup on the way down its parent's CPUs and memory nodes (v1 starts them empty). */
 async function inheritCpuset(mountPoint: string, cgroup: string): Promise<void> {
-  const read = (file: string): Promise<string> => fsp.readFile(file, 'utf8').then((t) => t.trim(), () => '');
+  const read = (file: string): Promise<string> =>
+    fsp.readFile(file, 'utf8').then(
+      (t) => t.trim(),
+      () => '',
+    );
   let parent = mountPoint;
   for (const part of cgroup.split('/').filter(Boolean)) {
     const child = path.join(parent, part);
@@ -80,6 +84,9 @@ export async function enterRuntimeCgroup(cgroup: string, logger: Logger): Promis
     const files = await joinCgroup(cgroup, { mountsFile: process.env.CRISHIM_CGROUP_MOUNTS_FILE || undefined });
     logger.info('moved into the runtime cgroup', { cgroup, hierarchies: files.length });
   } catch (err) {
-    logger.warn('--runtime-cgroups: could not move the daemon into the runtime cgroup', { cgroup, error: (err as Error).message });
+    logger.warn('--runtime-cgroups: could not move the daemon into the runtime cgroup', {
+      cgroup,
+      error: (err as Error).message,
+    });
   }
 }

@@ -60,10 +60,18 @@ const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR', 'ENOMEM']);
 /** cri-dockerd names its checkpoint files by the bare sandbox id. */
 const LEGACY = /^[0-9a-f]{64}$/;
 export const SCHEMA_PATH = assetPath('checkpoints/sandbox-checkpoint.v1.schema.json');
-const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(JSON.parse(readAsset('checkpoints/sandbox-checkpoint.v1.schema.json')) as object);
+const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(
+  JSON.parse(readAsset('checkpoints/sandbox-checkpoint.v1.schema.json')) as object,
+);
 
 export function checksumOf(cp: Omit<SandboxCheckpoint, 'checksum'>): string {
-  const canonical = JSON.stringify({ version: cp.version, name: cp.name, namespace: cp.namespace, data: cp.data, crishim: cp.crishim });
+  const canonical = JSON.stringify({
+    version: cp.version,
+    name: cp.name,
+    namespace: cp.namespace,
+    data: cp.data,
+    crishim: cp.crishim,
+  });
   return createHash('sha256').update(canonical).digest('hex');
 }
 
@@ -108,7 +116,11 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
       await fsp.rename(file, target);
       logger.error('checkpoint is unreadable; moved aside', { file, movedTo: target, reason: why });
     } catch (err) {
-      logger.error('checkpoint is unreadable and could not be moved aside; ignoring it', { file, reason: why, error: (err as Error).message });
+      logger.error('checkpoint is unreadable and could not be moved aside; ignoring it', {
+        file,
+        reason: why,
+        error: (err as Error).message,
+      });
     }
   };
 
@@ -122,7 +134,8 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
         if (code === 'ENOENT') continue;
         const reason = `cannot read: ${code ?? (err as Error).message}`;
         // out of fds or memory says nothing about the file: keep it for the next read
-        if (code && TRANSIENT.has(code)) logger.warn('checkpoint could not be read now; treating it as absent', { file, reason });
+        if (code && TRANSIENT.has(code))
+          logger.warn('checkpoint could not be read now; treating it as absent', { file, reason });
         else await setAside(file, reason);
       }
     }
@@ -151,7 +164,10 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
         return undefined;
       }
       if (!validate(parsed)) {
-        await setAside(file, `schema: ${validate.errors?.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')}`);
+        await setAside(
+          file,
+          `schema: ${validate.errors?.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')}`,
+        );
         return undefined;
       }
       const cp = parsed as unknown as SandboxCheckpoint;
@@ -172,14 +188,18 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
     },
     async list() {
       // every ListPodSandbox asks: read the directory again only when an entry was added, renamed or removed
-      const mtime = await fsp.stat(dir, { bigint: true }).then((st) => st.mtimeNs, () => undefined);
+      const mtime = await fsp.stat(dir, { bigint: true }).then(
+        (st) => st.mtimeNs,
+        () => undefined,
+      );
       if (listed && mtime !== undefined && listed.mtime === mtime) return [...listed.ids];
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
       const ids = names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
       const all = [...new Set([...ids, ...names.filter((n) => LEGACY.test(n))])];
       // mtime ticks coarsely: a change in the same tick as the one we saw would keep it, so only
       // a directory left alone for a while may be answered from memory (git's racy-index rule)
-      listed = mtime !== undefined && mtime < BigInt(Date.now() - RACY_MS) * 1_000_000n ? { mtime, ids: all } : undefined;
+      listed =
+        mtime !== undefined && mtime < BigInt(Date.now() - RACY_MS) * 1_000_000n ? { mtime, ids: all } : undefined;
       return [...all];
     },
   };

@@ -2,7 +2,14 @@ import type * as Docker from '../docker/types';
 import type { NameConflictPolicy } from '../docker/engine';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../rpc/deps';
-import { ATTEMPT_LABEL, CONTAINER_NAME_LABEL, ROOT_LABEL, SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL } from '../labels';
+import {
+  ATTEMPT_LABEL,
+  CONTAINER_NAME_LABEL,
+  ROOT_LABEL,
+  SANDBOX_ID_LABEL,
+  TYPE_CONTAINER,
+  TYPE_LABEL,
+} from '../labels';
 
 /** Which CRI container a Docker name stands for: the leftover rule only takes one of exactly this. */
 export interface NameSlot {
@@ -33,10 +40,15 @@ export function isOwnLeftover(holder: Docker.ContainerInspectInfo, slot: NameSlo
  * is reserved": `_` in pod and container names lets two different pods map to one Docker
  * name, and the other pod's container must never be taken for a leftover.
  */
-export function reclaimOwnLeftover(deps: Pick<ServiceDeps, 'config'>, ctx: CallContext, slot: NameSlot): NameConflictPolicy {
+export function reclaimOwnLeftover(
+  deps: Pick<ServiceDeps, 'config'>,
+  ctx: CallContext,
+  slot: NameSlot,
+): NameConflictPolicy {
   return {
     kind: 'reclaim',
     isLeftover: (holder) => isOwnLeftover(holder, slot, deps.config.rootDirectory),
-    onReclaim: (holder) => ctx.log.warn('removing a never-started leftover that holds the name', { leftoverId: holder.Id }),
+    onReclaim: (holder) =>
+      ctx.log.warn('removing a never-started leftover that holds the name', { leftoverId: holder.Id }),
   };
 }

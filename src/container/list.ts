@@ -33,7 +33,12 @@ async function dockerContainers(deps: ServiceDeps, filter: Filter): Promise<List
     const pod = filter?.pod_sandbox_id ?? '';
     const id = filter?.id ?? '';
     return (await deps.state.list())
-      .filter((c) => c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER && c.Id.startsWith(id) && (c.Config.Labels[SANDBOX_ID_LABEL] ?? '').startsWith(pod))
+      .filter(
+        (c) =>
+          c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER &&
+          c.Id.startsWith(id) &&
+          (c.Config.Labels[SANDBOX_ID_LABEL] ?? '').startsWith(pod),
+      )
       .map(summaryOf);
   }
   const labels = [`${TYPE_LABEL}=${TYPE_CONTAINER}`];

@@ -5,13 +5,19 @@ import type { ServiceDeps } from '../rpc/deps';
 import { TYPE_CONTAINER, TYPE_LABEL } from '../labels';
 
 /** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
-export async function findContainer(deps: Pick<ServiceDeps, 'docker' | 'state'>, id: string): Promise<Docker.ContainerInspectInfo | undefined> {
+export async function findContainer(
+  deps: Pick<ServiceDeps, 'docker' | 'state'>,
+  id: string,
+): Promise<Docker.ContainerInspectInfo | undefined> {
   const info = deps.state ? await deps.state.get(id) : await deps.docker.findContainer(id);
   if (!info) return undefined;
   return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
 }
 
-export async function mustFindContainer(deps: Pick<ServiceDeps, 'docker' | 'state'>, id: string): Promise<Docker.ContainerInspectInfo> {
+export async function mustFindContainer(
+  deps: Pick<ServiceDeps, 'docker' | 'state'>,
+  id: string,
+): Promise<Docker.ContainerInspectInfo> {
   const info = await findContainer(deps, id);
   if (!info) throw notFound(`container ${id}`);
   return info;

@@ -1,7 +1,14 @@
 import type * as Docker from '../docker/types';
 import type { RuntimeRes } from '../server/rpc';
 import type { HugepageLimit } from '../cri/container-resources';
-import { CONTAINER_LOGPATH_LABEL, CONTAINER_NAME_LABEL, CREATED_LABEL, SANDBOX_ID_LABEL, ATTEMPT_LABEL, splitLabels } from '../labels';
+import {
+  CONTAINER_LOGPATH_LABEL,
+  CONTAINER_NAME_LABEL,
+  CREATED_LABEL,
+  SANDBOX_ID_LABEL,
+  ATTEMPT_LABEL,
+  splitLabels,
+} from '../labels';
 import { parseName } from '../cri/naming';
 import { rfc3339ToNanos } from '../time';
 import { criStopSignal } from '../cri/stop-signal';
@@ -28,7 +35,10 @@ export function criState(dockerState: string | undefined): CriContainerState {
 }
 
 /** Container metadata: our labels first, the dockershim name for cri-dockerd's containers. */
-export function containerMetadata(labels: Record<string, string> | undefined, dockerName: string): { name: string; attempt: number } {
+export function containerMetadata(
+  labels: Record<string, string> | undefined,
+  dockerName: string,
+): { name: string; attempt: number } {
   const parsed = parseName(dockerName);
   const attempt = Number(labels?.[ATTEMPT_LABEL]);
   return {
@@ -37,7 +47,10 @@ export function containerMetadata(labels: Record<string, string> | undefined, do
   };
 }
 
-const PROPAGATION: Record<string, 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL'> = {
+const PROPAGATION: Record<
+  string,
+  'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL'
+> = {
   rslave: 'PROPAGATION_HOST_TO_CONTAINER',
   slave: 'PROPAGATION_HOST_TO_CONTAINER',
   rshared: 'PROPAGATION_BIDIRECTIONAL',
@@ -54,7 +67,10 @@ function reasonOf(state: Docker.ContainerInspectInfo['State']): string {
  * CRI ContainerStatus from one Docker inspect; `hugepages` are the limits read from the
  * running container's cgroup (Docker does not know them).
  */
-export function statusFromInspect(info: Docker.ContainerInspectInfo, hugepages: HugepageLimit[] = []): CriContainerStatus {
+export function statusFromInspect(
+  info: Docker.ContainerInspectInfo,
+  hugepages: HugepageLimit[] = [],
+): CriContainerStatus {
   const labels = info.Config.Labels ?? {};
   const split = splitLabels(labels);
   const hc = info.HostConfig;

@@ -7,6 +7,8 @@ import { unimplemented } from '../errors';
  */
 export function checkpointUnsupported(method: string) {
   return async (): Promise<never> => {
-    throw unimplemented(`${method}: Docker Engine checkpoints need experimental mode and CRIU, and export no archive a CRI client can restore; crishim does not offer it`);
+    throw unimplemented(
+      `${method}: Docker Engine checkpoints need experimental mode and CRIU, and export no archive a CRI client can restore; crishim does not offer it`,
+    );
   };
 }

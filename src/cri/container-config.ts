@@ -28,7 +28,8 @@ const PROPAGATION: Record<string, string> = {
 /** Absolute host path of the CRI log, kept inside the pod's log directory. */
 export function resolveLogPath(logDirectory: string | undefined, logPath: string | undefined): string {
   if (!logDirectory || !logPath) return '';
-  if (!path.isAbsolute(logDirectory)) throw invalidArgument(`sandbox_config.log_directory ${JSON.stringify(logDirectory)} must be absolute`);
+  if (!path.isAbsolute(logDirectory))
+    throw invalidArgument(`sandbox_config.log_directory ${JSON.stringify(logDirectory)} must be absolute`);
   if (path.isAbsolute(logPath) || logPath.split('/').includes('..') || logPath.includes('\0')) {
     throw invalidArgument(`config.log_path ${JSON.stringify(logPath)} must be relative to the pod log directory`);
   }
@@ -55,7 +56,8 @@ export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>):
     // image volumes have no host path; dockerMounts gives them to Docker
     if (m.image?.image) return [];
     const field = `config.mounts[${i}]`;
-    if (!m.container_path || !path.isAbsolute(m.container_path)) throw invalidArgument(`${field}.container_path must be an absolute path`);
+    if (!m.container_path || !path.isAbsolute(m.container_path))
+      throw invalidArgument(`${field}.container_path must be an absolute path`);
     if (!m.host_path) throw invalidArgument(`${field}.host_path must be set`);
     const host = path.resolve(m.host_path);
     if (protectedDirs.some((d) => host === d || host.startsWith(d + path.sep))) {
@@ -65,9 +67,12 @@ export function dockerBinds(mounts: Mount[], deps: Pick<ServiceDeps, 'config'>):
     // a symlink to the state directory is the state directory: check (and hand Docker) the real path
     const real = realMountSource(host);
     if (protectedDirs.some((d) => isWithin(real, realMountSource(d)))) {
-      throw invalidArgument(`${field}.host_path ${host} resolves to ${real}, inside crishim's own state directory, and cannot be mounted`);
+      throw invalidArgument(
+        `${field}.host_path ${host} resolves to ${real}, inside crishim's own state directory, and cannot be mounted`,
+      );
     }
-    if (host.includes(':') || m.container_path.includes(':')) throw invalidArgument(`${field}: paths with ':' are not supported by Docker binds`);
+    if (host.includes(':') || m.container_path.includes(':'))
+      throw invalidArgument(`${field}: paths with ':' are not supported by Docker binds`);
     // a bind string cannot say "recursively read-only": dockerMounts takes it
     if (needsMountApi(m)) return [];
     const opts = [m.readonly ? 'ro' : 'rw'];
@@ -89,7 +94,9 @@ function userSpec(sec: NonNullable<NonNullable<ContainerConfig['linux']>['securi
 }
 
 /** Docker `label=` options for a CRI SELinuxOption (Docker ignores them where SELinux is off). */
-export function selinuxOpts(o: { user: string; role: string; type: string; level: string } | null | undefined): string[] {
+export function selinuxOpts(
+  o: { user: string; role: string; type: string; level: string } | null | undefined,
+): string[] {
   if (!o) return [];
   const out: string[] = [];
   if (o.user) out.push(`label=user:${o.user}`);
@@ -134,7 +141,9 @@ export interface SandboxContext {
  * The CRI log copy follows Docker's json-file (src/logs/): bounded by the --container-log-max-*
  * flags, uncompressed whatever daemon.json says (the copy reads plain json lines).
  */
-export function jsonFileLogConfig(config: Partial<Pick<Config, 'containerLogMaxSize' | 'containerLogMaxFiles'>>): Docker.HostConfig['LogConfig'] {
+export function jsonFileLogConfig(
+  config: Partial<Pick<Config, 'containerLogMaxSize' | 'containerLogMaxFiles'>>,
+): Docker.HostConfig['LogConfig'] {
   return {
     Type: 'json-file',
     Config: {
@@ -193,7 +202,11 @@ export function dockerContainerSpec(
     const asked = new Set(requested.map((d) => d.PathInContainer));
     const host: Docker.DeviceMapping[] = p.Devices ?? [];
     const devices = [...requested, ...host.filter((d) => !asked.has(d.PathInContainer))];
-    Object.assign(hostConfig, { ...p, Devices: devices, SecurityOpt: [...(hostConfig.SecurityOpt ?? []), ...(p.SecurityOpt ?? [])] });
+    Object.assign(hostConfig, {
+      ...p,
+      Devices: devices,
+      SecurityOpt: [...(hostConfig.SecurityOpt ?? []), ...(p.SecurityOpt ?? [])],
+    });
   } else {
     if (sec?.masked_paths?.length) hostConfig.MaskedPaths = sec.masked_paths;
     if (sec?.readonly_paths?.length) hostConfig.ReadonlyPaths = sec.readonly_paths;
@@ -208,7 +221,9 @@ export function dockerContainerSpec(
     Entrypoint: config.command?.length ? config.command : undefined,
     Cmd: config.args?.length ? config.args : undefined,
     WorkingDir: config.working_dir || undefined,
-    Env: (config.envs ?? []).map((e) => `${e.key}=${Buffer.isBuffer(e.value) ? e.value.toString('utf8') : String(e.value ?? '')}`),
+    Env: (config.envs ?? []).map(
+      (e) => `${e.key}=${Buffer.isBuffer(e.value) ? e.value.toString('utf8') : String(e.value ?? '')}`,
+    ),
     Tty: config.tty,
     OpenStdin: config.stdin,
     StdinOnce: config.stdin_once,

@@ -30,11 +30,13 @@ export function checkHugepageLimits(limits: HugepageLimit[] | undefined): Hugepa
   const seen = new Set<string>();
   return (limits ?? []).map((l, i) => {
     const field = `resources.hugepage_limits[${i}]`;
-    if (!PAGE_SIZE_RE.test(l.page_size ?? '')) throw invalidArgument(`${field}.page_size ${JSON.stringify(l.page_size)} is not a page size like "2MB" or "1GB"`);
+    if (!PAGE_SIZE_RE.test(l.page_size ?? ''))
+      throw invalidArgument(`${field}.page_size ${JSON.stringify(l.page_size)} is not a page size like "2MB" or "1GB"`);
     if (seen.has(l.page_size)) throw invalidArgument(`${field}.page_size ${l.page_size} is listed twice`);
     seen.add(l.page_size);
     const limit = String(l.limit ?? '0');
-    if (!/^[0-9]+$/.test(limit) || BigInt(limit) > UINT64_MAX) throw invalidArgument(`${field}.limit ${JSON.stringify(limit)} must be a non-negative integer`);
+    if (!/^[0-9]+$/.test(limit) || BigInt(limit) > UINT64_MAX)
+      throw invalidArgument(`${field}.limit ${JSON.stringify(limit)} must be a non-negative integer`);
     return { page_size: l.page_size, limit: BigInt(limit).toString() };
   });
 }
@@ -70,18 +72,23 @@ export function sharesFromWeight(weight: number): number {
 
 function unifiedInt(key: string, value: string, min: number): number {
   const n = /^[0-9]+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min) throw invalidArgument(`resources.unified[${JSON.stringify(key)}] ${JSON.stringify(value)} must be an integer >= ${min} or "max"`);
+  if (!Number.isSafeInteger(n) || n < min)
+    throw invalidArgument(
+      `resources.unified[${JSON.stringify(key)}] ${JSON.stringify(value)} must be an integer >= ${min} or "max"`,
+    );
   return n;
 }
 
 /** `cpu.max` is "<quota|max> [period]". */
 function cpuMax(value: string): Docker.HostConfig {
   const parts = value.trim().split(/\s+/);
-  if (parts.length > 2 || !parts[0]) throw invalidArgument(`resources.unified["cpu.max"] ${JSON.stringify(value)} must be "<quota|max> [period]"`);
+  if (parts.length > 2 || !parts[0])
+    throw invalidArgument(`resources.unified["cpu.max"] ${JSON.stringify(value)} must be "<quota|max> [period]"`);
   const out: Docker.HostConfig = { CpuQuota: parts[0] === 'max' ? -1 : unifiedInt('cpu.max', parts[0], 1000) };
   if (parts[1] !== undefined) {
     const period = unifiedInt('cpu.max', parts[1], 1000);
-    if (period > 1_000_000) throw invalidArgument(`resources.unified["cpu.max"] period must be within [1000, 1000000] us, got ${period}`);
+    if (period > 1_000_000)
+      throw invalidArgument(`resources.unified["cpu.max"] period must be within [1000, 1000000] us, got ${period}`);
     out.CpuPeriod = period;
   }
   return out;
@@ -108,15 +115,21 @@ function unifiedKey(key: string, value: string): Docker.HostConfig {
       return { CpuShares: sharesFromWeight(w) };
     }
     default:
-      throw invalidArgument(`${field} is not supported: Docker has no setting for it (supported: memory.max, cpu.max, cpu.weight, pids.max, cpuset.cpus, cpuset.mems)`);
+      throw invalidArgument(
+        `${field} is not supported: Docker has no setting for it (supported: memory.max, cpu.max, cpu.weight, pids.max, cpuset.cpus, cpuset.mems)`,
+      );
   }
 }
 
 /** Docker fields for `resources.unified`; runc refuses the map on cgroup v1, and so do we. */
-export function unifiedResources(unified: Record<string, string> | undefined, version: CgroupVersion): Docker.HostConfig {
+export function unifiedResources(
+  unified: Record<string, string> | undefined,
+  version: CgroupVersion,
+): Docker.HostConfig {
   const keys = Object.keys(unified ?? {});
   if (keys.length === 0) return {};
-  if (version !== 2) throw invalidArgument(`resources.unified needs cgroup v2 (this host runs cgroup v1); got ${keys.join(', ')}`);
+  if (version !== 2)
+    throw invalidArgument(`resources.unified needs cgroup v2 (this host runs cgroup v1); got ${keys.join(', ')}`);
   const out: Docker.HostConfig = {};
   for (const k of keys.sort()) Object.assign(out, unifiedKey(k, unified![k]));
   return out;
@@ -126,7 +139,11 @@ export function unifiedResources(unified: Record<string, string> | undefined, ve
  * Docker resource fields for CRI LinuxContainerResources (used by create and update).
  * Hugepage limits are validated here but applied to the cgroup after start (no Docker field).
  */
-export function dockerResources(r: Resources | null | undefined, oomFloor: number, cgroupVersion: CgroupVersion = localCgroupVersion()): Docker.HostConfig {
+export function dockerResources(
+  r: Resources | null | undefined,
+  oomFloor: number,
+  cgroupVersion: CgroupVersion = localCgroupVersion(),
+): Docker.HostConfig {
   if (!r) return {};
   const out: Docker.HostConfig = {};
   const shares = int64('resources.cpu_shares', r.cpu_shares, { min: 0 });
@@ -135,8 +152,10 @@ export function dockerResources(r: Resources | null | undefined, oomFloor: numbe
   const memory = int64('resources.memory_limit_in_bytes', r.memory_limit_in_bytes, { min: 0 });
   const swap = int64('resources.memory_swap_limit_in_bytes', r.memory_swap_limit_in_bytes, { min: -1 });
   const oom = int64('resources.oom_score_adj', r.oom_score_adj);
-  if (oom < -1000 || oom > 1000) throw invalidArgument(`resources.oom_score_adj must be within [-1000, 1000], got ${oom}`);
-  if (period !== 0 && (period < 1000 || period > 1_000_000)) throw invalidArgument(`resources.cpu_period must be within [1000, 1000000] us, got ${period}`);
+  if (oom < -1000 || oom > 1000)
+    throw invalidArgument(`resources.oom_score_adj must be within [-1000, 1000], got ${oom}`);
+  if (period !== 0 && (period < 1000 || period > 1_000_000))
+    throw invalidArgument(`resources.cpu_period must be within [1000, 1000000] us, got ${period}`);
   checkHugepageLimits(r.hugepage_limits);
   if (shares) out.CpuShares = shares;
   if (quota) out.CpuQuota = quota;

@@ -18,7 +18,11 @@ function effectiveId(status: string, key: 'Uid' | 'Gid'): string | undefined {
  * namespace or on another host, or the process already gone): a wrong identity
  * is worse than none.
  */
-export async function containerUser(pid: number | undefined, containerId: string, procRoot = '/proc'): Promise<ContainerUser | undefined> {
+export async function containerUser(
+  pid: number | undefined,
+  containerId: string,
+  procRoot = '/proc',
+): Promise<ContainerUser | undefined> {
   if (!pid) return undefined;
   const dir = path.join(procRoot, String(pid));
   const [status, cgroup] = await Promise.all([

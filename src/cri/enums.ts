@@ -35,7 +35,8 @@ function checkMessage(type: protobuf.Type, msg: Record<string, unknown>, where: 
     if (v === null || v === undefined || !field.resolvedType) continue;
     const at = where ? `${where}.${field.name}` : field.name;
     if (field instanceof protobuf.MapField) {
-      for (const [k, item] of Object.entries(v as Record<string, unknown>)) checkValue(field, item, `${at}[${JSON.stringify(k)}]`);
+      for (const [k, item] of Object.entries(v as Record<string, unknown>))
+        checkValue(field, item, `${at}[${JSON.stringify(k)}]`);
     } else if (field.repeated && Array.isArray(v)) {
       v.forEach((item, i) => checkValue(field, item, `${at}[${i}]`));
     } else {
@@ -46,5 +47,6 @@ function checkMessage(type: protobuf.Type, msg: Record<string, unknown>, where: 
 
 /** Refuses enum fields outside the proto's values anywhere in a request (`runtime.v1.<Message>`). */
 export function checkEnums(message: string, req: unknown): void {
-  if (typeof req === 'object' && req !== null) checkMessage(lookup(`runtime.v1.${message}`), req as Record<string, unknown>, '');
+  if (typeof req === 'object' && req !== null)
+    checkMessage(lookup(`runtime.v1.${message}`), req as Record<string, unknown>, '');
 }

@@ -14,7 +14,9 @@ import { apiAtLeast } from '../docker/capabilities';
 type SandboxConfig = NonNullable<RuntimeReq<'RunPodSandbox'>['config']>;
 type ContainerConfig = NonNullable<RuntimeReq<'CreateContainer'>['config']>;
 type Mount = ContainerConfig['mounts'][number];
-type NamespaceOption = NonNullable<NonNullable<NonNullable<ContainerConfig['linux']>['security_context']>['namespace_options']>;
+type NamespaceOption = NonNullable<
+  NonNullable<NonNullable<ContainerConfig['linux']>['security_context']>['namespace_options']
+>;
 
 /** Docker API that added ReadOnlyForceRecursive bind mounts (Docker 25). */
 export const RECURSIVE_READ_ONLY_API = '1.44';
@@ -25,7 +27,9 @@ function checkUserNamespace(field: string, ns: NamespaceOption | null | undefine
   const userns = ns?.userns_options;
   if (!userns) return;
   if (userns.mode !== 'NODE') {
-    throw unimplemented(`${field}.userns_options mode ${userns.mode}: user namespaces per pod are not supported (Docker only has a daemon-wide userns-remap); run the pod with hostUsers: true`);
+    throw unimplemented(
+      `${field}.userns_options mode ${userns.mode}: user namespaces per pod are not supported (Docker only has a daemon-wide userns-remap); run the pod with hostUsers: true`,
+    );
   }
   if ((userns.uids ?? []).length || (userns.gids ?? []).length) {
     throw invalidArgument(`${field}.userns_options: uids/gids mappings need mode POD, got mode NODE`);
@@ -34,7 +38,9 @@ function checkUserNamespace(field: string, ns: NamespaceOption | null | undefine
 
 function checkGroupsPolicy(field: string, policy: string | undefined): void {
   if (policy === 'Strict') {
-    throw unimplemented(`${field}.supplemental_groups_policy Strict is not supported: Docker always adds the groups the image's /etc/group gives the user (Merge)`);
+    throw unimplemented(
+      `${field}.supplemental_groups_policy Strict is not supported: Docker always adds the groups the image's /etc/group gives the user (Merge)`,
+    );
   }
 }
 
@@ -49,10 +55,14 @@ export function auditSandboxConfig(config: SandboxConfig): void {
 function checkMount(m: Mount, i: number, apiVersion: string | undefined): void {
   const field = `config.mounts[${i}]`;
   if ((m.uidMappings ?? []).length || (m.gidMappings ?? []).length) {
-    throw unimplemented(`${field}.uidMappings/gidMappings: ID-mapped mounts need user namespaces, which Docker does not give per pod`);
+    throw unimplemented(
+      `${field}.uidMappings/gidMappings: ID-mapped mounts need user namespaces, which Docker does not give per pod`,
+    );
   }
   if ((m.mount_options ?? []).length) {
-    throw unimplemented(`${field}.mount_options ${JSON.stringify(m.mount_options)}: Docker bind mounts take no free-form mount options`);
+    throw unimplemented(
+      `${field}.mount_options ${JSON.stringify(m.mount_options)}: Docker bind mounts take no free-form mount options`,
+    );
   }
   if (m.recursive_read_only) {
     if (!m.readonly) throw invalidArgument(`${field}.recursive_read_only needs readonly`);
@@ -60,14 +70,18 @@ function checkMount(m: Mount, i: number, apiVersion: string | undefined): void {
       throw invalidArgument(`${field}.recursive_read_only needs propagation PROPAGATION_PRIVATE, got ${m.propagation}`);
     }
     if (!apiAtLeast(apiVersion, RECURSIVE_READ_ONLY_API)) {
-      throw unimplemented(`${field}.recursive_read_only: this Docker (API ${apiVersion ?? 'unknown'}) has no recursive read-only bind mounts (API ${RECURSIVE_READ_ONLY_API}, Docker 25, added them)`);
+      throw unimplemented(
+        `${field}.recursive_read_only: this Docker (API ${apiVersion ?? 'unknown'}) has no recursive read-only bind mounts (API ${RECURSIVE_READ_ONLY_API}, Docker 25, added them)`,
+      );
     }
   }
   const image = m.image?.image;
   if (image) {
     if (m.host_path) throw invalidArgument(`${field}: host_path and image are exclusive`);
     if (!apiAtLeast(apiVersion, IMAGE_MOUNT_API)) {
-      throw unimplemented(`${field}.image: this Docker (API ${apiVersion ?? 'unknown'}) has no image mounts (API ${IMAGE_MOUNT_API}, Docker 28, added them)`);
+      throw unimplemented(
+        `${field}.image: this Docker (API ${apiVersion ?? 'unknown'}) has no image mounts (API ${IMAGE_MOUNT_API}, Docker 28, added them)`,
+      );
     }
   } else if (m.image_sub_path) {
     throw invalidArgument(`${field}.image_sub_path needs image`);
@@ -81,10 +95,14 @@ export function auditContainerConfig(config: ContainerConfig, apiVersion: string
   checkUserNamespace('config.linux.security_context.namespace_options', sec?.namespace_options);
   checkGroupsPolicy('config.linux.security_context', sec?.supplemental_groups_policy);
   if ((sec?.capabilities?.add_ambient_capabilities ?? []).length) {
-    throw unimplemented(`config.linux.security_context.capabilities.add_ambient_capabilities ${JSON.stringify(sec!.capabilities!.add_ambient_capabilities)}: Docker cannot set ambient capabilities`);
+    throw unimplemented(
+      `config.linux.security_context.capabilities.add_ambient_capabilities ${JSON.stringify(sec!.capabilities!.add_ambient_capabilities)}: Docker cannot set ambient capabilities`,
+    );
   }
   if ((config.CDI_devices ?? []).length) {
-    throw unimplemented(`config.CDI_devices ${JSON.stringify(config.CDI_devices.map((d) => d.name))}: CDI devices are not supported; use config.devices`);
+    throw unimplemented(
+      `config.CDI_devices ${JSON.stringify(config.CDI_devices.map((d) => d.name))}: CDI devices are not supported; use config.devices`,
+    );
   }
   if (config.windows) throw invalidArgument('config.windows is for Windows hosts; this runtime runs Linux containers');
 }

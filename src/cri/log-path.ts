@@ -25,16 +25,25 @@ export async function checkedLogPath(
   const c = deps.config;
   const own = await Promise.all([c.rootDirectory, c.cniCacheDir, c.cniConfDir].map(realpathPartialAsync));
   for (const o of own) {
-    if (isWithin(dir, o)) throw invalidArgument(`sandbox_config.log_directory ${JSON.stringify(logDirectory)} is inside crishim's own state directory ${o}`);
+    if (isWithin(dir, o))
+      throw invalidArgument(
+        `sandbox_config.log_directory ${JSON.stringify(logDirectory)} is inside crishim's own state directory ${o}`,
+      );
   }
   const file = path.join(await realpathPartialAsync(path.dirname(lexical)), path.basename(lexical));
   for (const o of own) {
-    if (isWithin(file, o)) throw invalidArgument(`config.log_path ${JSON.stringify(logPath)} lands in crishim's own state directory ${o}`);
+    if (isWithin(file, o))
+      throw invalidArgument(`config.log_path ${JSON.stringify(logPath)} lands in crishim's own state directory ${o}`);
   }
   if (!isWithin(path.dirname(file), dir)) {
-    throw invalidArgument(`config.log_path ${JSON.stringify(logPath)} leaves the pod log directory through a symlink (to ${path.dirname(file)})`);
+    throw invalidArgument(
+      `config.log_path ${JSON.stringify(logPath)} leaves the pod log directory through a symlink (to ${path.dirname(file)})`,
+    );
   }
   const st = await fsp.lstat(file).catch(() => undefined);
-  if (st && !st.isFile()) throw invalidArgument(`config.log_path ${JSON.stringify(logPath)} exists and is not a regular file (a symlink or other)`);
+  if (st && !st.isFile())
+    throw invalidArgument(
+      `config.log_path ${JSON.stringify(logPath)} exists and is not a regular file (a symlink or other)`,
+    );
   return file;
 }

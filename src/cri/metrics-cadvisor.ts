@@ -26,17 +26,56 @@ interface Family {
 export const FAMILIES: readonly Family[] = [
   { name: 'container_cpu_usage_seconds_total', help: 'Cumulative cpu time consumed in seconds.', type: 'COUNTER' },
   { name: 'container_memory_working_set_bytes', help: 'Current working set in bytes.', type: 'GAUGE' },
-  { name: 'container_memory_usage_bytes', help: 'Current memory usage in bytes, including all memory regardless of when it was accessed.', type: 'GAUGE' },
+  {
+    name: 'container_memory_usage_bytes',
+    help: 'Current memory usage in bytes, including all memory regardless of when it was accessed.',
+    type: 'GAUGE',
+  },
   { name: 'container_memory_rss', help: 'Size of RSS in bytes.', type: 'GAUGE' },
-  { name: 'container_memory_failures_total', help: 'Cumulative count of memory allocation failures.', type: 'COUNTER', extra: ['failure_type', 'scope'] },
+  {
+    name: 'container_memory_failures_total',
+    help: 'Cumulative count of memory allocation failures.',
+    type: 'COUNTER',
+    extra: ['failure_type', 'scope'],
+  },
   { name: 'container_spec_memory_limit_bytes', help: 'Memory limit for the container.', type: 'GAUGE' },
   { name: 'container_processes', help: 'Number of processes running inside the container.', type: 'GAUGE' },
-  { name: 'container_fs_usage_bytes', help: 'Number of bytes that are consumed by the container on this filesystem.', type: 'GAUGE', extra: ['device'] },
-  { name: 'container_fs_inodes_used', help: 'Number of inodes used by the container on this filesystem.', type: 'GAUGE', extra: ['device'] },
-  { name: 'container_network_receive_bytes_total', help: 'Cumulative count of bytes received.', type: 'COUNTER', extra: ['interface'] },
-  { name: 'container_network_transmit_bytes_total', help: 'Cumulative count of bytes transmitted.', type: 'COUNTER', extra: ['interface'] },
-  { name: 'container_network_receive_errors_total', help: 'Cumulative count of errors encountered while receiving.', type: 'COUNTER', extra: ['interface'] },
-  { name: 'container_network_transmit_errors_total', help: 'Cumulative count of errors encountered while transmitting.', type: 'COUNTER', extra: ['interface'] },
+  {
+    name: 'container_fs_usage_bytes',
+    help: 'Number of bytes that are consumed by the container on this filesystem.',
+    type: 'GAUGE',
+    extra: ['device'],
+  },
+  {
+    name: 'container_fs_inodes_used',
+    help: 'Number of inodes used by the container on this filesystem.',
+    type: 'GAUGE',
+    extra: ['device'],
+  },
+  {
+    name: 'container_network_receive_bytes_total',
+    help: 'Cumulative count of bytes received.',
+    type: 'COUNTER',
+    extra: ['interface'],
+  },
+  {
+    name: 'container_network_transmit_bytes_total',
+    help: 'Cumulative count of bytes transmitted.',
+    type: 'COUNTER',
+    extra: ['interface'],
+  },
+  {
+    name: 'container_network_receive_errors_total',
+    help: 'Cumulative count of errors encountered while receiving.',
+    type: 'COUNTER',
+    extra: ['interface'],
+  },
+  {
+    name: 'container_network_transmit_errors_total',
+    help: 'Cumulative count of errors encountered while transmitting.',
+    type: 'COUNTER',
+    extra: ['interface'],
+  },
 ];
 const byName = new Map(FAMILIES.map((f) => [f.name, f]));
 
@@ -59,12 +98,18 @@ function usageMetrics(ts: string, u: CgroupUsage, labels: string[]): Metric[] {
   const add = (name: string, v: number | bigint | undefined): void => {
     if (v !== undefined) out.push(metric(name, ts, v, labels));
   };
-  add('container_cpu_usage_seconds_total', u.cpuUsageNanos === undefined ? undefined : u.cpuUsageNanos / 1_000_000_000n);
+  add(
+    'container_cpu_usage_seconds_total',
+    u.cpuUsageNanos === undefined ? undefined : u.cpuUsageNanos / 1_000_000_000n,
+  );
   add('container_memory_working_set_bytes', u.workingSet);
   add('container_memory_usage_bytes', u.memoryUsage);
   add('container_memory_rss', u.rss);
   // cAdvisor's spelling: page faults are "failures" told apart by failure_type
-  for (const [type, v] of [['pgfault', u.pageFaults], ['pgmajfault', u.majorPageFaults]] as const) {
+  for (const [type, v] of [
+    ['pgfault', u.pageFaults],
+    ['pgmajfault', u.majorPageFaults],
+  ] as const) {
     if (v !== undefined) out.push(metric('container_memory_failures_total', ts, v, [...labels, type, 'container']));
   }
   add('container_spec_memory_limit_bytes', u.memoryLimit);
@@ -74,7 +119,13 @@ function usageMetrics(ts: string, u: CgroupUsage, labels: string[]): Metric[] {
 
 function containerMetrics(v: PodView, m: ContainerView, mountpoint: string): Metric[] {
   const { s, c } = m;
-  const labels = [c.metadata?.name ?? '', c.id ?? '', c.image?.image ?? '', v.sb.metadata?.namespace ?? '', v.sb.metadata?.name ?? ''];
+  const labels = [
+    c.metadata?.name ?? '',
+    c.id ?? '',
+    c.image?.image ?? '',
+    v.sb.metadata?.namespace ?? '',
+    v.sb.metadata?.name ?? '',
+  ];
   const out = usageMetrics(s.timestamp, s.usage, labels);
   if (s.writable) {
     out.push(metric('container_fs_usage_bytes', s.timestamp, s.writable.bytes, [...labels, mountpoint]));
@@ -91,7 +142,13 @@ function containerMetrics(v: PodView, m: ContainerView, mountpoint: string): Met
  */
 export function podMetrics(v: PodView, mountpoint: string): PodMetrics {
   const { sb, pod } = v;
-  const podLabels = (container: string): string[] => [container, sb.id ?? '', '', sb.metadata?.namespace ?? '', sb.metadata?.name ?? ''];
+  const podLabels = (container: string): string[] => [
+    container,
+    sb.id ?? '',
+    '',
+    sb.metadata?.namespace ?? '',
+    sb.metadata?.name ?? '',
+  ];
   const netLabels = (iface: string): string[] => [...podLabels('POD'), iface];
   const net = (pod.network ?? []).flatMap((i) => [
     metric('container_network_receive_bytes_total', pod.timestamp, i.rxBytes, netLabels(i.name)),
@@ -102,6 +159,9 @@ export function podMetrics(v: PodView, mountpoint: string): PodMetrics {
   return {
     pod_sandbox_id: sb.id ?? '',
     metrics: [...usageMetrics(pod.timestamp, pod.usage, podLabels('')), ...net],
-    container_metrics: v.members.map((m) => ({ container_id: m.c.id ?? '', metrics: containerMetrics(v, m, mountpoint) })),
+    container_metrics: v.members.map((m) => ({
+      container_id: m.c.id ?? '',
+      metrics: containerMetrics(v, m, mountpoint),
+    })),
   };
 }

@@ -24,12 +24,18 @@ export function sandboxName(m: SandboxNameParts): string {
   return [PREFIX, SANDBOX_NAME, m.name, m.namespace, m.uid, String(m.attempt)].join(SEP);
 }
 
-export function containerName(containerNameValue: string, attempt: number, pod: Omit<SandboxNameParts, 'attempt'>): string {
+export function containerName(
+  containerNameValue: string,
+  attempt: number,
+  pod: Omit<SandboxNameParts, 'attempt'>,
+): string {
   return [PREFIX, containerNameValue, pod.name, pod.namespace, pod.uid, String(attempt)].join(SEP);
 }
 
 /** Parses a Docker name (with or without Docker's leading `/`); undefined when not one of ours. */
-export function parseName(dockerName: string): { kind: 'sandbox' | 'container'; container: string; pod: SandboxNameParts } | undefined {
+export function parseName(
+  dockerName: string,
+): { kind: 'sandbox' | 'container'; container: string; pod: SandboxNameParts } | undefined {
   const parts = dockerName.replace(/^\//, '').split(SEP);
   if (parts[0] !== PREFIX || (parts.length !== 6 && parts.length !== 7)) return undefined;
   const attempt = Number(parts[5]);
@@ -42,5 +48,7 @@ export function parseName(dockerName: string): { kind: 'sandbox' | 'container'; 
 
 /** Appends a random suffix, as dockershim does, when the plain name is taken by a leftover. */
 export function withRandomSuffix(name: string): string {
-  return `${name}${SEP}${Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, '0')}`;
+  return `${name}${SEP}${Math.floor(Math.random() * 0xffffffff)
+    .toString(16)
+    .padStart(8, '0')}`;
 }

@@ -50,14 +50,20 @@ export interface CapabilityRequest {
  * empties the set (and wins over add ALL), then the named adds and drops apply.
  * Without `ALL`, the lists go to Docker as they are.
  */
-export function capabilityFields(req: CapabilityRequest | null | undefined, grant: CapabilityGrant, containerRef: string): Pick<Docker.HostConfig, 'CapAdd' | 'CapDrop'> {
+export function capabilityFields(
+  req: CapabilityRequest | null | undefined,
+  grant: CapabilityGrant,
+  containerRef: string,
+): Pick<Docker.HostConfig, 'CapAdd' | 'CapDrop'> {
   const add = (req?.add_capabilities ?? []).map(normalizeCapability);
   const drop = (req?.drop_capabilities ?? []).map(normalizeCapability);
   const grantable = new Set(grant.grantable);
   for (const c of add) {
     if (c === 'ALL') continue;
     if (!grantable.has(c)) {
-      const why = grant.withheld.includes(c) ? `this host cannot grant it (${grant.source} lacks it)` : 'Docker does not know it';
+      const why = grant.withheld.includes(c)
+        ? `this host cannot grant it (${grant.source} lacks it)`
+        : 'Docker does not know it';
       throw invalidArgument(`${containerRef}: capabilities.add_capabilities ${c}: ${why}`);
     }
   }
@@ -104,7 +110,8 @@ export function describeGrant(grant: CapabilityGrant): { message: string; meta: 
     return { message: "privileged containers use Docker's Privileged mode", meta: { source: grant.source } };
   }
   return {
-    message: "docker cannot grant every capability it knows; privileged containers get the grantable capabilities, all host devices and no seccomp/AppArmor/masked paths instead of Docker's Privileged mode",
+    message:
+      "docker cannot grant every capability it knows; privileged containers get the grantable capabilities, all host devices and no seccomp/AppArmor/masked paths instead of Docker's Privileged mode",
     meta: { withheld: grant.withheld, reason: `${grant.source} lacks them`, grantable: grant.grantable.length },
   };
 }

@@ -11,7 +11,10 @@ export interface ProfileLike {
 export const SECCOMP_PROFILE_MAX_BYTES = 1024 * 1024;
 
 /** The Localhost profile file a seccomp setting names; undefined for the built-in choices. */
-export function seccompLocalhostFile(profile: ProfileLike | null | undefined, legacyPath: string | undefined): string | undefined {
+export function seccompLocalhostFile(
+  profile: ProfileLike | null | undefined,
+  legacyPath: string | undefined,
+): string | undefined {
   if (profile) return profile.profile_type === 'Localhost' ? profile.localhost_ref : undefined;
   const p = legacyPath ?? '';
   return p.startsWith('localhost/') ? p.slice('localhost/'.length) : undefined;
@@ -23,7 +26,11 @@ export function seccompLocalhostFile(profile: ProfileLike | null | undefined, le
  * defines it (the kubelet sends RuntimeDefault explicitly when it wants it).
  * A Localhost profile must have been read first (`loadSeccompProfile`): `loaded` is its JSON.
  */
-export function seccompSecurityOpt(profile: ProfileLike | null | undefined, legacyPath: string | undefined, loaded?: string): string[] {
+export function seccompSecurityOpt(
+  profile: ProfileLike | null | undefined,
+  legacyPath: string | undefined,
+  loaded?: string,
+): string[] {
   const localhost = (): string[] => {
     if (loaded === undefined) throw internal('seccomp Localhost profile used before it was loaded');
     return [`seccomp=${loaded}`];
@@ -48,7 +55,10 @@ export function seccompSecurityOpt(profile: ProfileLike | null | undefined, lega
 }
 
 /** Reads the Localhost profile a setting names (if any) and returns the Docker security options. */
-export async function resolveSeccomp(profile: ProfileLike | null | undefined, legacyPath: string | undefined): Promise<string[]> {
+export async function resolveSeccomp(
+  profile: ProfileLike | null | undefined,
+  legacyPath: string | undefined,
+): Promise<string[]> {
   const file = seccompLocalhostFile(profile, legacyPath);
   return seccompSecurityOpt(profile, legacyPath, file === undefined ? undefined : await loadSeccompProfile(file));
 }
@@ -62,16 +72,19 @@ function checkProfileShape(file: string, v: unknown): void {
   };
   if (typeof v !== 'object' || v === null || Array.isArray(v)) bad('not a JSON object');
   const o = v as Record<string, unknown>;
-  if (typeof o.defaultAction !== 'string' || !SCMP_ACTION.test(o.defaultAction)) bad('defaultAction must be an SCMP_ACT_* action');
+  if (typeof o.defaultAction !== 'string' || !SCMP_ACTION.test(o.defaultAction))
+    bad('defaultAction must be an SCMP_ACT_* action');
   for (const key of ['architectures', 'syscalls', 'archMap'] as const) {
     if (o[key] !== undefined && !Array.isArray(o[key])) bad(`${key} must be a list`);
   }
   for (const [i, s] of ((o.syscalls as unknown[] | undefined) ?? []).entries()) {
     const sc = s as Record<string, unknown> | null;
     if (typeof sc !== 'object' || sc === null) bad(`syscalls[${i}] must be an object`);
-    if (typeof sc!.action !== 'string' || !SCMP_ACTION.test(sc!.action)) bad(`syscalls[${i}].action must be an SCMP_ACT_* action`);
+    if (typeof sc!.action !== 'string' || !SCMP_ACTION.test(sc!.action))
+      bad(`syscalls[${i}].action must be an SCMP_ACT_* action`);
     const names = sc!.names ?? (sc!.name !== undefined ? [sc!.name] : undefined);
-    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) bad(`syscalls[${i}] must name its syscalls`);
+    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string'))
+      bad(`syscalls[${i}] must name its syscalls`);
   }
 }
 
@@ -82,18 +95,22 @@ function checkProfileShape(file: string, v: unknown): void {
  * Errors never quote the file: it may be any root-readable file (/etc/shadow).
  */
 export async function loadSeccompProfile(file: string): Promise<string> {
-  if (!file.startsWith('/')) throw invalidArgument(`seccomp localhost profile ${JSON.stringify(file)} must be an absolute path`);
+  if (!file.startsWith('/'))
+    throw invalidArgument(`seccomp localhost profile ${JSON.stringify(file)} must be an absolute path`);
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (err) {
-    throw invalidArgument(`seccomp localhost profile ${file} cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw invalidArgument(
+      `seccomp localhost profile ${file} cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   let text: string;
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw invalidArgument(`seccomp localhost profile ${file} is not a regular file`);
-    if (st.size > SECCOMP_PROFILE_MAX_BYTES) throw invalidArgument(`seccomp localhost profile ${file} is larger than ${SECCOMP_PROFILE_MAX_BYTES} bytes`);
+    if (st.size > SECCOMP_PROFILE_MAX_BYTES)
+      throw invalidArgument(`seccomp localhost profile ${file} is larger than ${SECCOMP_PROFILE_MAX_BYTES} bytes`);
     // one byte more than the limit tells a file that grew since the stat
     const buf = Buffer.alloc(SECCOMP_PROFILE_MAX_BYTES + 1);
     let len = 0;
@@ -101,7 +118,8 @@ export async function loadSeccompProfile(file: string): Promise<string> {
       const { bytesRead } = await fh.read(buf, len, buf.length - len, len);
       if (bytesRead === 0) break;
       len += bytesRead;
-      if (len > SECCOMP_PROFILE_MAX_BYTES) throw invalidArgument(`seccomp localhost profile ${file} is larger than ${SECCOMP_PROFILE_MAX_BYTES} bytes`);
+      if (len > SECCOMP_PROFILE_MAX_BYTES)
+        throw invalidArgument(`seccomp localhost profile ${file} is larger than ${SECCOMP_PROFILE_MAX_BYTES} bytes`);
     }
     text = buf.subarray(0, len).toString('utf8');
   } finally {
@@ -134,9 +152,16 @@ export function hostHasAppArmor(): boolean {
  * Docker `--security-opt apparmor=...`. Docker ignores it where AppArmor is off, so a
  * Localhost profile would silently run unconfined: refused there, as containerd does.
  */
-export function apparmorSecurityOpt(profile: ProfileLike | null | undefined, legacyName: string | undefined, appArmor: () => boolean = hostHasAppArmor): string[] {
+export function apparmorSecurityOpt(
+  profile: ProfileLike | null | undefined,
+  legacyName: string | undefined,
+  appArmor: () => boolean = hostHasAppArmor,
+): string[] {
   const localhost = (name: string): string[] => {
-    if (!appArmor()) throw invalidArgument(`apparmor profile ${JSON.stringify(name)} requested, but AppArmor is not enabled on this host`);
+    if (!appArmor())
+      throw invalidArgument(
+        `apparmor profile ${JSON.stringify(name)} requested, but AppArmor is not enabled on this host`,
+      );
     return [`apparmor=${name}`];
   };
   if (profile) {

@@ -76,7 +76,13 @@ export function toContainerStats({ c, s }: ContainerView, mountpoint: string): C
 }
 
 function iface(i: InterfaceUsage): CriInterface {
-  return { name: i.name, rx_bytes: u64(i.rxBytes), rx_errors: u64(i.rxErrors), tx_bytes: u64(i.txBytes), tx_errors: u64(i.txErrors) };
+  return {
+    name: i.name,
+    rx_bytes: u64(i.rxBytes),
+    rx_errors: u64(i.rxErrors),
+    tx_bytes: u64(i.txBytes),
+    tx_errors: u64(i.txErrors),
+  };
 }
 
 export function toNetwork(ts: string, ifaces: InterfaceUsage[] | undefined): CriNetwork | null {

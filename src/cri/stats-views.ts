@@ -71,7 +71,10 @@ export function createStatsViews(
     });
     const members = sandboxes.map((sb) => bySandbox.get(sb.id ?? '') ?? []);
     const pods = await collector.pods(
-      sandboxes.map((sb, i) => ({ sandbox: { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY' }, members: members[i].map((m) => m.s) })),
+      sandboxes.map((sb, i) => ({
+        sandbox: { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY' },
+        members: members[i].map((m) => m.s),
+      })),
       signal,
     );
     return sandboxes.map((sb, i) => ({ sb, pod: pods[i], members: members[i] }));

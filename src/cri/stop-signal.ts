@@ -9,16 +9,45 @@ import { Signal, type Signal__Output } from '../generated/runtime/v1/Signal';
 /** Docker StopSignal for a CreateContainer stop_signal; undefined leaves the image's (or Docker's SIGTERM). */
 export function dockerStopSignal(sig: string | undefined): string | undefined {
   if (!sig || sig === Signal.SIGNAL_RUNTIME_DEFAULT) return undefined;
-  return sig.replace(/^SIGNAL_/, '').replace(/^SIGRTMINPLUS/, 'SIGRTMIN+').replace(/^SIGRTMAXMINUS/, 'SIGRTMAX-');
+  return sig
+    .replace(/^SIGNAL_/, '')
+    .replace(/^SIGRTMINPLUS/, 'SIGRTMIN+')
+    .replace(/^SIGRTMAXMINUS/, 'SIGRTMAX-');
 }
 
 /** Linux signal numbers Docker may hold instead of a name (`--stop-signal 15`). */
 const NUMBERED: Record<number, string> = {
-  1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 4: 'SIGILL', 5: 'SIGTRAP', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE',
-  9: 'SIGKILL', 10: 'SIGUSR1', 11: 'SIGSEGV', 12: 'SIGUSR2', 13: 'SIGPIPE', 14: 'SIGALRM', 15: 'SIGTERM',
-  16: 'SIGSTKFLT', 17: 'SIGCHLD', 18: 'SIGCONT', 19: 'SIGSTOP', 20: 'SIGTSTP', 21: 'SIGTTIN', 22: 'SIGTTOU',
-  23: 'SIGURG', 24: 'SIGXCPU', 25: 'SIGXFSZ', 26: 'SIGVTALRM', 27: 'SIGPROF', 28: 'SIGWINCH', 29: 'SIGIO',
-  30: 'SIGPWR', 31: 'SIGSYS',
+  1: 'SIGHUP',
+  2: 'SIGINT',
+  3: 'SIGQUIT',
+  4: 'SIGILL',
+  5: 'SIGTRAP',
+  6: 'SIGABRT',
+  7: 'SIGBUS',
+  8: 'SIGFPE',
+  9: 'SIGKILL',
+  10: 'SIGUSR1',
+  11: 'SIGSEGV',
+  12: 'SIGUSR2',
+  13: 'SIGPIPE',
+  14: 'SIGALRM',
+  15: 'SIGTERM',
+  16: 'SIGSTKFLT',
+  17: 'SIGCHLD',
+  18: 'SIGCONT',
+  19: 'SIGSTOP',
+  20: 'SIGTSTP',
+  21: 'SIGTTIN',
+  22: 'SIGTTOU',
+  23: 'SIGURG',
+  24: 'SIGXCPU',
+  25: 'SIGXFSZ',
+  26: 'SIGVTALRM',
+  27: 'SIGPROF',
+  28: 'SIGWINCH',
+  29: 'SIGIO',
+  30: 'SIGPWR',
+  31: 'SIGSYS',
 };
 
 /**
@@ -31,5 +60,7 @@ export function criStopSignal(dockerSignal: string | undefined): Signal__Output 
   if (/^[0-9]+$/.test(sig)) sig = NUMBERED[Number(sig)] ?? '';
   else if (!sig.startsWith('SIG')) sig = `SIG${sig}`;
   const value = `SIGNAL_${sig.replace(/^SIGRTMIN\+/, 'SIGRTMINPLUS').replace(/^SIGRTMAX-/, 'SIGRTMAXMINUS')}`;
-  return (Object.values(Signal) as string[]).includes(value) ? (value as Signal__Output) : Signal.SIGNAL_RUNTIME_DEFAULT;
+  return (Object.values(Signal) as string[]).includes(value)
+    ? (value as Signal__Output)
+    : Signal.SIGNAL_RUNTIME_DEFAULT;
 }

@@ -6,7 +6,11 @@ export const MAX_NAME_LENGTH = 253;
 const ID_RE = /^[0-9a-f]{1,64}$/;
 
 /** Rejects what could escape a path or confuse Docker's name parser. */
-export function checkName(field: string, value: string | undefined, opts: { required?: boolean } = { required: true }): string {
+export function checkName(
+  field: string,
+  value: string | undefined,
+  opts: { required?: boolean } = { required: true },
+): string {
   const v = value ?? '';
   if (!v) {
     if (opts.required === false) return v;
@@ -65,10 +69,12 @@ const CPUSET_RE = /^\d+(-\d+)?(,\d+(-\d+)?)*$/;
 export function checkCpuset(field: string, value: string | undefined): string {
   const v = value ?? '';
   if (!v) return v;
-  if (!CPUSET_RE.test(v)) throw invalidArgument(`${field} ${JSON.stringify(v.slice(0, 80))} is not a cpuset list like "0-3,5"`);
+  if (!CPUSET_RE.test(v))
+    throw invalidArgument(`${field} ${JSON.stringify(v.slice(0, 80))} is not a cpuset list like "0-3,5"`);
   for (const part of v.split(',')) {
     const [lo, hi] = part.split('-').map(Number);
-    if (hi !== undefined && hi < lo) throw invalidArgument(`${field} ${JSON.stringify(v)}: range ${part} is descending`);
+    if (hi !== undefined && hi < lo)
+      throw invalidArgument(`${field} ${JSON.stringify(v)}: range ${part} is descending`);
   }
   return v;
 }
@@ -77,7 +83,10 @@ export function checkCpuset(field: string, value: string | undefined): string {
 export function checkResolvToken(field: string, value: string): string {
   if (!value) throw invalidArgument(`${field} must not be empty`);
   // eslint-disable-next-line no-control-regex
-  if (/[\s\x00-\x1f\x7f]/.test(value)) throw invalidArgument(`${field} ${JSON.stringify(value.slice(0, 80))} must not contain whitespace or control characters`);
+  if (/[\s\x00-\x1f\x7f]/.test(value))
+    throw invalidArgument(
+      `${field} ${JSON.stringify(value.slice(0, 80))} must not contain whitespace or control characters`,
+    );
   return value;
 }
 
@@ -85,7 +94,8 @@ export function checkResolvToken(field: string, value: string): string {
 export function checkCgroupParent(field: string, value: string | undefined): string {
   const v = value ?? '';
   if (v.includes('\0')) throw invalidArgument(`${field} must not contain NUL`);
-  if (v.split('/').includes('..')) throw invalidArgument(`${field} ${JSON.stringify(v.slice(0, 80))} must not contain '..' segments`);
+  if (v.split('/').includes('..'))
+    throw invalidArgument(`${field} ${JSON.stringify(v.slice(0, 80))} must not contain '..' segments`);
   return v;
 }
 
@@ -94,7 +104,8 @@ export function checkSysctls(field: string, map: Record<string, string> | undefi
   const out = map ?? {};
   for (const [k, v] of Object.entries(out)) {
     if (!k) throw invalidArgument(`${field} has an empty name`);
-    if (/[\n\r\0]/.test(k)) throw invalidArgument(`${field} name ${JSON.stringify(k.slice(0, 80))} contains a newline or NUL`);
+    if (/[\n\r\0]/.test(k))
+      throw invalidArgument(`${field} name ${JSON.stringify(k.slice(0, 80))} contains a newline or NUL`);
     if (/[\n\r\0]/.test(v)) throw invalidArgument(`${field}[${JSON.stringify(k)}] value contains a newline or NUL`);
   }
   return out;

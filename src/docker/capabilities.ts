@@ -13,14 +13,47 @@ import * as path from 'path';
 
 /** Capability names by number (linux/capability.h). */
 export const CAPABILITY_NAMES: readonly string[] = [
-  'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL',
-  'CAP_SETGID', 'CAP_SETUID', 'CAP_SETPCAP', 'CAP_LINUX_IMMUTABLE', 'CAP_NET_BIND_SERVICE',
-  'CAP_NET_BROADCAST', 'CAP_NET_ADMIN', 'CAP_NET_RAW', 'CAP_IPC_LOCK', 'CAP_IPC_OWNER',
-  'CAP_SYS_MODULE', 'CAP_SYS_RAWIO', 'CAP_SYS_CHROOT', 'CAP_SYS_PTRACE', 'CAP_SYS_PACCT',
-  'CAP_SYS_ADMIN', 'CAP_SYS_BOOT', 'CAP_SYS_NICE', 'CAP_SYS_RESOURCE', 'CAP_SYS_TIME',
-  'CAP_SYS_TTY_CONFIG', 'CAP_MKNOD', 'CAP_LEASE', 'CAP_AUDIT_WRITE', 'CAP_AUDIT_CONTROL',
-  'CAP_SETFCAP', 'CAP_MAC_OVERRIDE', 'CAP_MAC_ADMIN', 'CAP_SYSLOG', 'CAP_WAKE_ALARM',
-  'CAP_BLOCK_SUSPEND', 'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF', 'CAP_CHECKPOINT_RESTORE',
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_DAC_READ_SEARCH',
+  'CAP_FOWNER',
+  'CAP_FSETID',
+  'CAP_KILL',
+  'CAP_SETGID',
+  'CAP_SETUID',
+  'CAP_SETPCAP',
+  'CAP_LINUX_IMMUTABLE',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_NET_BROADCAST',
+  'CAP_NET_ADMIN',
+  'CAP_NET_RAW',
+  'CAP_IPC_LOCK',
+  'CAP_IPC_OWNER',
+  'CAP_SYS_MODULE',
+  'CAP_SYS_RAWIO',
+  'CAP_SYS_CHROOT',
+  'CAP_SYS_PTRACE',
+  'CAP_SYS_PACCT',
+  'CAP_SYS_ADMIN',
+  'CAP_SYS_BOOT',
+  'CAP_SYS_NICE',
+  'CAP_SYS_RESOURCE',
+  'CAP_SYS_TIME',
+  'CAP_SYS_TTY_CONFIG',
+  'CAP_MKNOD',
+  'CAP_LEASE',
+  'CAP_AUDIT_WRITE',
+  'CAP_AUDIT_CONTROL',
+  'CAP_SETFCAP',
+  'CAP_MAC_OVERRIDE',
+  'CAP_MAC_ADMIN',
+  'CAP_SYSLOG',
+  'CAP_WAKE_ALARM',
+  'CAP_BLOCK_SUSPEND',
+  'CAP_AUDIT_READ',
+  'CAP_PERFMON',
+  'CAP_BPF',
+  'CAP_CHECKPOINT_RESTORE',
 ];
 
 const AUDIT_READ = CAPABILITY_NAMES.indexOf('CAP_AUDIT_READ');
@@ -77,7 +110,11 @@ export interface CapabilityGrant {
  * Grant for a known bounding set; `undefined` when it could not be read (a remote
  * Docker): then Docker's own privileged mode is trusted, as before.
  */
-export function computeCapabilityGrant(apiVersion: string | undefined, bounding: Set<number> | undefined, source: string): CapabilityGrant {
+export function computeCapabilityGrant(
+  apiVersion: string | undefined,
+  bounding: Set<number> | undefined,
+  source: string,
+): CapabilityGrant {
   const known = dockerKnownCapabilities(apiVersion);
   if (!bounding) return { dockerPrivilegedWorks: true, grantable: known, withheld: [], source };
   const grantable = known.filter((_, i) => bounding.has(i));

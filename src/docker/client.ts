@@ -22,7 +22,10 @@ export function dockerOptions(opts: DockerEndpointOptions): Docker.DockerOptions
   if (endpoint.startsWith('unix://')) return { socketPath: endpoint.slice('unix://'.length) };
   if (endpoint.startsWith('/')) return { socketPath: endpoint };
   const m = /^(tcp|http|https):\/\/([^:/]+|\[[^\]]+\])(?::(\d+))?\/?$/.exec(endpoint);
-  if (!m) throw new Error(`unsupported docker endpoint ${JSON.stringify(endpoint)}: expected unix:///path or tcp://host:port`);
+  if (!m)
+    throw new Error(
+      `unsupported docker endpoint ${JSON.stringify(endpoint)}: expected unix:///path or tcp://host:port`,
+    );
   const verify = env.DOCKER_TLS_VERIFY !== undefined && env.DOCKER_TLS_VERIFY !== '' && env.DOCKER_TLS_VERIFY !== '0';
   // like the Docker CLI: without DOCKER_CERT_PATH the certificates live in its config directory
   const certDir = env.DOCKER_CERT_PATH || env.DOCKER_CONFIG || path.join(env.HOME || os.homedir(), '.docker');

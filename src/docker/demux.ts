@@ -25,7 +25,9 @@ export class FrameParser {
 }
 
 /** The frames of a multiplexed stream as they complete, for callers that must await each write. */
-export async function* demuxFrames(src: AsyncIterable<unknown>): AsyncGenerator<{ stream: FrameStream; payload: Buffer }> {
+export async function* demuxFrames(
+  src: AsyncIterable<unknown>,
+): AsyncGenerator<{ stream: FrameStream; payload: Buffer }> {
   let ready: Array<{ stream: FrameStream; payload: Buffer }> = [];
   const parser = new FrameParser((stream, payload) => ready.push({ stream, payload }));
   for await (const piece of src) {
@@ -40,7 +42,11 @@ export async function* demuxFrames(src: AsyncIterable<unknown>): AsyncGenerator<
  * Writes each frame's payload to stdout or stderr (a null destination discards it) without
  * waiting for either: for bounded sinks that never push back (ExecSync's capped buffers).
  */
-export function demuxInto(src: Readable, stdout: Writable | NodeJS.WritableStream | null, stderr: Writable | NodeJS.WritableStream | null): void {
+export function demuxInto(
+  src: Readable,
+  stdout: Writable | NodeJS.WritableStream | null,
+  stderr: Writable | NodeJS.WritableStream | null,
+): void {
   const parser = new FrameParser((stream, payload) => {
     const dst = stream === 'stderr' ? stderr : stdout;
     if (dst && payload.length) dst.write(payload);

@@ -66,19 +66,26 @@ export class DockerodeEngine implements DockerEngine {
         const body: Dockerode.ContainerCreateOptions = { ...s, ...(opts.signal ? { abortSignal: opts.signal } : {}) };
         return (await this.api.createContainer(body)).id;
       } catch (err) {
-        if (statusOf(err) === 409 && s.name) throw new NameTakenError(s.name, dockerMessage(err), `create container ${s.name}`, err);
+        if (statusOf(err) === 409 && s.name)
+          throw new NameTakenError(s.name, dockerMessage(err), `create container ${s.name}`, err);
         throw fromDockerError(err, `create container ${s.name ?? ''}`.trim());
       }
     };
     return createWithPolicy(
-      { create, find: (ref) => this.findContainer(ref), remove: (id) => this.removeContainer(id, { volumes: true, missingOk: true }) },
+      {
+        create,
+        find: (ref) => this.findContainer(ref),
+        remove: (id) => this.removeContainer(id, { volumes: true, missingOk: true }),
+      },
       spec,
       opts.onConflict ?? { kind: 'fail' },
     );
   }
 
   async startContainer(id: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    await call(`start container ${id}`, () => this.api.getContainer(id).start(opts.signal ? { abortSignal: opts.signal } : {}));
+    await call(`start container ${id}`, () =>
+      this.api.getContainer(id).start(opts.signal ? { abortSignal: opts.signal } : {}),
+    );
   }
 
   async stopContainer(id: string, graceSeconds: number, opts: { missingOk?: boolean } = {}): Promise<void> {
@@ -110,22 +117,33 @@ export class DockerodeEngine implements DockerEngine {
 
   private logsOptions(opts: LogsOptions): { stdout: true; stderr: true; timestamps: boolean; since?: number } {
     // dockerode types `since` as a number; Docker takes the fractional seconds Docker logs use too
-    return { stdout: true, stderr: true, timestamps: opts.timestamps ?? false, ...(opts.since ? { since: opts.since as unknown as number } : {}) };
+    return {
+      stdout: true,
+      stderr: true,
+      timestamps: opts.timestamps ?? false,
+      ...(opts.since ? { since: opts.since as unknown as number } : {}),
+    };
   }
 
   async containerLogs(id: string, opts: LogsOptions = {}): Promise<Buffer> {
-    const all = await call(`read logs of container ${id}`, () => this.api.getContainer(id).logs({ ...this.logsOptions(opts), follow: false }));
+    const all = await call(`read logs of container ${id}`, () =>
+      this.api.getContainer(id).logs({ ...this.logsOptions(opts), follow: false }),
+    );
     return Buffer.isBuffer(all) ? all : Buffer.from(all as unknown as string);
   }
 
   async followContainerLogs(id: string, opts: LogsOptions = {}): Promise<EngineStream> {
-    const s = await call(`follow logs of container ${id}`, () => this.api.getContainer(id).logs({ ...this.logsOptions(opts), follow: true }));
+    const s = await call(`follow logs of container ${id}`, () =>
+      this.api.getContainer(id).logs({ ...this.logsOptions(opts), follow: true }),
+    );
     return s as unknown as EngineStream;
   }
 
   async attachContainer(id: string, opts: AttachOptions): Promise<Duplex> {
     const s = await call(`attach to container ${id}`, () =>
-      this.api.getContainer(id).attach({ stream: true, stdin: opts.stdin, stdout: opts.stdout, stderr: opts.stderr, hijack: true }),
+      this.api
+        .getContainer(id)
+        .attach({ stream: true, stdin: opts.stdin, stdout: opts.stdout, stderr: opts.stderr, hijack: true }),
     );
     return s as unknown as Duplex;
   }
@@ -149,7 +167,9 @@ export class DockerodeEngine implements DockerEngine {
   }
 
   startExec(execId: string, opts: { stdin: boolean; tty: boolean }): Promise<Duplex> {
-    return call(`start exec ${execId}`, () => this.api.getExec(execId).start({ hijack: true, stdin: opts.stdin, Tty: opts.tty }));
+    return call(`start exec ${execId}`, () =>
+      this.api.getExec(execId).start({ hijack: true, stdin: opts.stdin, Tty: opts.tty }),
+    );
   }
 
   inspectExec(execId: string): Promise<Docker.ExecInspectInfo> {
@@ -204,7 +224,10 @@ export class DockerodeEngine implements DockerEngine {
   }
 
   removeImage(ref: string, opts: { force?: boolean } = {}): Promise<ImageRemoval[]> {
-    return call(`remove image ${ref}`, async () => (await this.api.getImage(ref).remove({ force: opts.force ?? false })) as ImageRemoval[]);
+    return call(
+      `remove image ${ref}`,
+      async () => (await this.api.getImage(ref).remove({ force: opts.force ?? false })) as ImageRemoval[],
+    );
   }
 
   async imageDistribution(ref: string): Promise<void> {
@@ -219,7 +242,10 @@ export class DockerodeEngine implements DockerEngine {
   async events(opts: EventsOptions): Promise<EngineStream> {
     // dockerode types `since` as a number; the API takes the string form too
     const s = await call('subscribe to docker events', () =>
-      this.api.getEvents({ ...(opts.since ? { since: opts.since as unknown as number } : {}), ...(opts.filters ? { filters: opts.filters } : {}) }),
+      this.api.getEvents({
+        ...(opts.since ? { since: opts.since as unknown as number } : {}),
+        ...(opts.filters ? { filters: opts.filters } : {}),
+      }),
     );
     return s as unknown as EngineStream;
   }

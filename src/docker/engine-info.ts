@@ -106,10 +106,15 @@ export function createEngineInfo(docker: DockerEngine, logger: Logger, intervalM
  * daemon.json change adds a runtime), instead of waiting for the cache to age.
  */
 export function refreshOnDaemonEvents(engine: EngineInfo, docker: DockerEngine, logger: Logger): EventSource {
-  return followDockerEvents(docker, { type: ['daemon'] }, (ev) => {
-    logger.info('docker daemon event; refreshing engine info', { action: ev.Action });
-    void engine.refresh({ force: true });
-  }, logger);
+  return followDockerEvents(
+    docker,
+    { type: ['daemon'] },
+    (ev) => {
+      logger.info('docker daemon event; refreshing engine info', { action: ev.Action });
+      void engine.refresh({ force: true });
+    },
+    logger,
+  );
 }
 
 /**

@@ -53,7 +53,14 @@ export function isDockerNotFound(err: unknown): boolean {
 export function isDockerUnreachable(err: unknown): boolean {
   if (err instanceof DockerUnreachableError) return true;
   const code = (err as DockerErrorShape | null)?.code;
-  return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'EPIPE' || code === 'ECONNRESET' || code === 'EACCES' || code === 'ETIMEDOUT';
+  return (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOENT' ||
+    code === 'EPIPE' ||
+    code === 'ECONNRESET' ||
+    code === 'EACCES' ||
+    code === 'ETIMEDOUT'
+  );
 }
 
 /** Docker's own message (from its JSON body) rather than docker-modem's "(HTTP code 500) ..." wrapper. */
@@ -75,9 +82,14 @@ export function fromDockerError(err: unknown, what?: string): DomainError {
   if (err instanceof DomainError) return err;
   const e = err as DockerErrorShape | null;
   if (isDockerUnreachable(err)) {
-    return new DockerUnreachableError(`docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`, what, err);
+    return new DockerUnreachableError(
+      `docker daemon unreachable (${e?.code ?? 'error'}): ${dockerMessage(err)}`,
+      what,
+      err,
+    );
   }
-  if ((err as { name?: string } | null)?.name === 'AbortError') return new DockerError('cancelled', 'cancelled', what, err);
+  if ((err as { name?: string } | null)?.name === 'AbortError')
+    return new DockerError('cancelled', 'cancelled', what, err);
   const keep = (kind: ErrorKind, text = dockerMessage(err)): DomainError => new DockerError(kind, text, what, err);
   switch (e?.statusCode) {
     case 400:

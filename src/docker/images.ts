@@ -18,7 +18,8 @@ export interface RegistryAuth {
 // normalize and compare names without asking the daemon.
 // ---------------------------------------------------------------------------
 
-const DOMAIN = '(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\\[[0-9a-fA-F:]+\\])(?::[0-9]+)?';
+const DOMAIN =
+  '(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\\[[0-9a-fA-F:]+\\])(?::[0-9]+)?';
 const COMPONENT = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
 const TAG = '[\\w][\\w.-]{0,127}';
 const DIGEST = '[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,}';
@@ -87,7 +88,8 @@ export function familiarRef(ref: string): string {
   const p = parseRef(ref);
   if (!p) return ref;
   if (p.domain !== 'docker.io') return `${p.domain}/${p.path}${suffix(p)}`;
-  const path = p.path.startsWith('library/') && p.path.split('/').length === 2 ? p.path.slice('library/'.length) : p.path;
+  const path =
+    p.path.startsWith('library/') && p.path.split('/').length === 2 ? p.path.slice('library/'.length) : p.path;
   return `${path}${suffix(p)}`;
 }
 
@@ -119,7 +121,8 @@ export function registryMessage(err: unknown): string {
  */
 export function pullError(ref: string, err: unknown): DomainError {
   if (err instanceof DomainError && err.kind === 'cancelled') return err;
-  if ((err as { name?: string } | null)?.name === 'AbortError') return new DomainError('cancelled', `pull image ${ref}: cancelled`, { cause: err });
+  if ((err as { name?: string } | null)?.name === 'AbortError')
+    return new DomainError('cancelled', `pull image ${ref}: cancelled`, { cause: err });
   if (isDockerUnreachable(err)) return fromDockerError(err, `pull image ${ref}`);
   const prefix = `pull image ${ref}: `;
   let msg = registryMessage(err);
@@ -131,13 +134,22 @@ export function pullError(ref: string, err: unknown): DomainError {
 
 /** Order matters: "pull access denied ... may require 'docker login'" is an auth problem, not a 403. */
 export function pullErrorKind(msg: string, httpStatus?: number): ErrorKind {
-  if (/invalid reference format|repository name must|invalid tag format|invalid digest/i.test(msg)) return 'invalid-argument';
-  if (/unauthorized|authentication required|no basic auth credentials|incorrect username or password|docker login|authentication failed/i.test(msg)) {
+  if (/invalid reference format|repository name must|invalid tag format|invalid digest/i.test(msg))
+    return 'invalid-argument';
+  if (
+    /unauthorized|authentication required|no basic auth credentials|incorrect username or password|docker login|authentication failed/i.test(
+      msg,
+    )
+  ) {
     return 'unauthenticated';
   }
   if (/denied|forbidden/i.test(msg)) return 'permission-denied';
   if (/manifest unknown|not found|does not exist|no such (image|manifest)|name unknown/i.test(msg)) return 'not-found';
-  if (/connection refused|no such host|i\/o timeout|timeout exceeded|network is unreachable|no route to host|EOF|connection reset|TLS handshake/i.test(msg)) {
+  if (
+    /connection refused|no such host|i\/o timeout|timeout exceeded|network is unreachable|no route to host|EOF|connection reset|TLS handshake/i.test(
+      msg,
+    )
+  ) {
     return 'unavailable';
   }
   switch (httpStatus) {
@@ -180,7 +192,11 @@ export async function pullImage(
 }
 
 /** Makes sure an image is present, pulling it when absent. */
-export async function ensureImage(docker: DockerEngine, ref: string, opts: { signal?: AbortSignal; logger: Logger }): Promise<void> {
+export async function ensureImage(
+  docker: DockerEngine,
+  ref: string,
+  opts: { signal?: AbortSignal; logger: Logger },
+): Promise<void> {
   try {
     await docker.inspectImage(ref);
     return;

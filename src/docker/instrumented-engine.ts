@@ -3,7 +3,9 @@ import { DockerUnreachableError } from './errors';
 import { shortId, type Logger } from '../logging/logger';
 
 /** The Engine API request behind each DockerEngine call, as the metrics label it. */
-const ROUTES: { [K in keyof DockerEngine]: { method: string; route: string; subject?: 'container' | 'exec' | 'image' } } = {
+const ROUTES: {
+  [K in keyof DockerEngine]: { method: string; route: string; subject?: 'container' | 'exec' | 'image' };
+} = {
   inspectContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container' },
   findContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container' },
   listContainers: { method: 'GET', route: '/containers/json' },

@@ -29,7 +29,11 @@ export interface CreateSteps {
  * Creates `spec` and, when its name is taken, does what `policy` says. Shared by every
  * DockerEngine implementation so the rules are the same whoever creates and wherever.
  */
-export async function createWithPolicy(steps: CreateSteps, spec: Docker.ContainerCreateOptions, policy: NameConflictPolicy): Promise<string> {
+export async function createWithPolicy(
+  steps: CreateSteps,
+  spec: Docker.ContainerCreateOptions,
+  policy: NameConflictPolicy,
+): Promise<string> {
   try {
     return await steps.create(spec);
   } catch (err) {

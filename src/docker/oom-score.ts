@@ -18,7 +18,10 @@ const procFile = (file: string): OomScoreFile => ({
  * container with an opaque "can't get final child's PID from pipe", so we probe
  * once by writing our own /proc/self/oom_score_adj and restoring it.
  */
-export async function lowestOomScoreAdj(want: number, file: string | OomScoreFile = '/proc/self/oom_score_adj'): Promise<number> {
+export async function lowestOomScoreAdj(
+  want: number,
+  file: string | OomScoreFile = '/proc/self/oom_score_adj',
+): Promise<number> {
   const io = typeof file === 'string' ? procFile(file) : file;
   const original = Number((await io.read()).trim());
   const tryWrite = async (v: number): Promise<boolean> => {

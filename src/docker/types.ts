@@ -92,7 +92,16 @@ export interface HostConfig {
 /** The resources `docker update` changes on a live container. */
 export type ContainerUpdate = Pick<
   HostConfig,
-  'CpuShares' | 'CpuPeriod' | 'CpuQuota' | 'CpusetCpus' | 'CpusetMems' | 'Memory' | 'MemorySwap' | 'MemoryReservation' | 'OomScoreAdj' | 'PidsLimit'
+  | 'CpuShares'
+  | 'CpuPeriod'
+  | 'CpuQuota'
+  | 'CpusetCpus'
+  | 'CpusetMems'
+  | 'Memory'
+  | 'MemorySwap'
+  | 'MemoryReservation'
+  | 'OomScoreAdj'
+  | 'PidsLimit'
 >;
 
 /** The body of POST /containers/create, plus the `name` sent in its query. */

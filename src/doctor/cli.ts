@@ -18,7 +18,15 @@ export async function runDoctorCli(argv: string[], out: NodeJS.WritableStream = 
   const config = parseConfig(argv, cli);
   const output = cli.opts<{ output: 'text' | 'json' }>().output;
   const quiet = createLogger('error', 'text');
-  const { engine: docker } = await connectEngine({ endpoint: config.dockerEndpoint, tlsCa: config.dockerTlsCa, tlsCert: config.dockerTlsCert, tlsKey: config.dockerTlsKey }, quiet);
+  const { engine: docker } = await connectEngine(
+    {
+      endpoint: config.dockerEndpoint,
+      tlsCa: config.dockerTlsCa,
+      tlsCert: config.dockerTlsCert,
+      tlsKey: config.dockerTlsKey,
+    },
+    quiet,
+  );
   const engineInfo = createEngineInfo(docker, quiet, 60_000);
   try {
     const engine = await engineInfo.refresh({ force: true });

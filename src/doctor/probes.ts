@@ -62,7 +62,11 @@ async function dockerdCapBnd(proc = '/proc'): Promise<bigint[]> {
 /** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */
 export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('error', 'text')): HostProbes {
   return {
-    imagePresent: (ref) => docker.inspectImage(ref).then(() => true, () => false),
+    imagePresent: (ref) =>
+      docker.inspectImage(ref).then(
+        () => true,
+        () => false,
+      ),
     registryError: async (ref) => {
       try {
         // GET /distribution/<ref>/json: Docker resolves the manifest in the registry without pulling
@@ -79,7 +83,11 @@ export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('
     dockerdCapBnd: () => dockerdCapBnd(),
     lastCap: async () => Number((await fsp.readFile('/proc/sys/kernel/cap_last_cap', 'utf8')).trim()),
     readText: (file) => fsp.readFile(file, 'utf8').catch(() => undefined),
-    exists: (file) => fsp.access(file).then(() => true, () => false),
+    exists: (file) =>
+      fsp.access(file).then(
+        () => true,
+        () => false,
+      ),
     which: (bin) => which(bin),
   };
 }

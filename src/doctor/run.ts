@@ -31,7 +31,12 @@ export async function runChecks(ctx: DoctorContext, checks: readonly Check[] = C
     try {
       out.push(await check.run(ctx));
     } catch (err) {
-      out.push({ name: check.name, status: 'fail', found: `the check itself failed: ${(err as Error).message}`, action: 'report this as a crishim bug' });
+      out.push({
+        name: check.name,
+        status: 'fail',
+        found: `the check itself failed: ${(err as Error).message}`,
+        action: 'report this as a crishim bug',
+      });
     }
   }
   return out;
@@ -44,7 +49,10 @@ export function exitCode(results: readonly CheckResult[]): number {
 /** One line per check: `ok    docker-endpoint  Docker answers at ...  -> what to do`. */
 export function formatText(results: readonly CheckResult[]): string {
   const width = Math.max(...results.map((r) => r.name.length));
-  const lines = results.map((r) => `${r.status.padEnd(4)}  ${r.name.padEnd(width)}  ${r.found}${r.action && r.status !== 'ok' ? `  -> ${r.action}` : ''}`);
+  const lines = results.map(
+    (r) =>
+      `${r.status.padEnd(4)}  ${r.name.padEnd(width)}  ${r.found}${r.action && r.status !== 'ok' ? `  -> ${r.action}` : ''}`,
+  );
   const failed = results.filter((r) => r.status === 'fail').length;
   const warned = results.filter((r) => r.status === 'warn').length;
   lines.push(failed ? `${failed} check(s) failed, ${warned} warning(s)` : `no check failed (${warned} warning(s))`);

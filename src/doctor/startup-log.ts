@@ -6,7 +6,12 @@ import { hostProbes } from './probes';
 import { runChecks } from './run';
 
 /** The doctor's checks in the daemon's start-up log: one line each, at the level their status calls for. */
-export async function logHostChecks(config: Config, engine: EngineSnapshot, docker: DockerEngine, logger: Logger): Promise<void> {
+export async function logHostChecks(
+  config: Config,
+  engine: EngineSnapshot,
+  docker: DockerEngine,
+  logger: Logger,
+): Promise<void> {
   const results = await runChecks({ config, engine, probes: hostProbes(docker, logger) });
   for (const r of results) {
     const fields = { check: r.name, found: r.found, ...(r.action && r.status !== 'ok' ? { action: r.action } : {}) };

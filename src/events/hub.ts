@@ -11,7 +11,8 @@ import { sandboxStatusOf } from '../sandbox/status';
 import { sandboxMembers } from '../sandbox/members';
 
 type CriEvent = RuntimeRes<'GetContainerEvents'>;
-type EventType = 'CONTAINER_CREATED_EVENT' | 'CONTAINER_STARTED_EVENT' | 'CONTAINER_STOPPED_EVENT' | 'CONTAINER_DELETED_EVENT';
+type EventType =
+  'CONTAINER_CREATED_EVENT' | 'CONTAINER_STARTED_EVENT' | 'CONTAINER_STOPPED_EVENT' | 'CONTAINER_DELETED_EVENT';
 
 /** Docker actions that are CRI lifecycle events; the rest (attach, exec, ...) are not. */
 const EVENT_TYPES: Record<string, EventType> = {
@@ -44,7 +45,9 @@ export function phaseOf(dockerState: string): Phase {
   return 'exited';
 }
 
-export function snapshotOf(list: Array<{ Id: string; State: string; Labels: Record<string, string> | null }>): Snapshot {
+export function snapshotOf(
+  list: Array<{ Id: string; State: string; Labels: Record<string, string> | null }>,
+): Snapshot {
   const out: Snapshot = new Map();
   for (const c of list) out.set(c.Id, { phase: phaseOf(c.State), labels: eventLabels(c.Labels ?? {}) });
   return out;
@@ -131,7 +134,8 @@ const MAX_BACKLOG = 10_000;
  */
 const CONVERT_RETRY_MS = 250;
 const CONVERT_RETRIES = 120;
-const isUnreachable = (err: unknown): boolean => isDockerUnreachable(err) || (err instanceof DomainError && err.kind === 'unavailable');
+const isUnreachable = (err: unknown): boolean =>
+  isDockerUnreachable(err) || (err instanceof DomainError && err.kind === 'unavailable');
 /** Passes an error on when Docker is unreachable (the conversion is retried), else answers `fallback`. */
 const unlessUnreachable =
   <T>(fallback: T) =>
@@ -224,9 +228,19 @@ export function createEventHub(deps: ServiceDeps): EventHub {
             await new Promise((r) => setTimeout(r, CONVERT_RETRY_MS));
             continue;
           }
-          deps.logger.warn('cannot convert docker event', { containerId: shortId(ev.Actor.ID), error: (err as Error).message });
+          deps.logger.warn('cannot convert docker event', {
+            containerId: shortId(ev.Actor.ID),
+            error: (err as Error).message,
+          });
           // Docker stayed away: the event without statuses, rather than no event
-          if (isUnreachable(err) && !closed) publish({ container_id: ev.Actor.ID, container_event_type: type, created_at: String(ev.timeNano), pod_sandbox_status: null, containers_statuses: [] });
+          if (isUnreachable(err) && !closed)
+            publish({
+              container_id: ev.Actor.ID,
+              container_event_type: type,
+              created_at: String(ev.timeNano),
+              pod_sandbox_status: null,
+              containers_statuses: [],
+            });
           return;
         }
       }
@@ -266,10 +280,17 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     synthesized = new Set(missed.map((m) => m.id));
     listedFrom = from;
     listedTo = to;
-    if (missed.length > 0) deps.logger.info('emitting container events missed while docker was unreachable', { count: missed.length });
+    if (missed.length > 0)
+      deps.logger.info('emitting container events missed while docker was unreachable', { count: missed.length });
     for (const m of missed) {
       deps.logger.debug('synthesized container event', { containerId: shortId(m.id), action: m.action });
-      const ev: DockerEvent = { Type: 'container', Action: m.action, Actor: { ID: m.id, Attributes: m.labels }, time: Math.floor(from / 1e9), timeNano: from };
+      const ev: DockerEvent = {
+        Type: 'container',
+        Action: m.action,
+        Actor: { ID: m.id, Attributes: m.labels },
+        time: Math.floor(from / 1e9),
+        timeNano: from,
+      };
       enqueue(ev, EVENT_TYPES[m.action]);
     }
     return from;
@@ -277,7 +298,13 @@ export function createEventHub(deps: ServiceDeps): EventHub {
 
   return {
     subscribe() {
-      source ??= followDockerEvents(deps.docker, { type: ['container'], label: [TYPE_LABEL] }, onDockerEvent, deps.logger, { beforeSubscribe: resync });
+      source ??= followDockerEvents(
+        deps.docker,
+        { type: ['container'], label: [TYPE_LABEL] },
+        onDockerEvent,
+        deps.logger,
+        { beforeSubscribe: resync },
+      );
       const s: Subscriber = { queue: [] };
       subscribers.add(s);
       return s;
@@ -296,4 +323,3 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     },
   };
 }
-

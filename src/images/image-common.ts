@@ -50,7 +50,10 @@ export function toCriImage(img: DockerImageLike, isPinned: (img: DockerImageLike
 }
 
 /** Inspect by id, id prefix, tag or digest reference; undefined when Docker has no such image. */
-export async function inspectImage(deps: Pick<ServiceDeps, 'docker'>, ref: string): Promise<Docker.ImageInspectInfo | undefined> {
+export async function inspectImage(
+  deps: Pick<ServiceDeps, 'docker'>,
+  ref: string,
+): Promise<Docker.ImageInspectInfo | undefined> {
   try {
     return await deps.docker.inspectImage(ref);
   } catch (err) {

@@ -152,7 +152,7 @@ export class CriLogFile {
     const fd = this.fd;
     if (fd === undefined) return;
     const data = criEntries(timestamp, stream, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
-    for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
+    for (let off = 0; off < data.length;) off += fs.writeSync(fd, data, off);
     this.bytes += data.length;
   }
 
@@ -166,7 +166,7 @@ export class CriLogFile {
     const gen = this.gen;
     this.inflight += 1;
     try {
-      for (let off = 0; off < data.length; ) off += await writeAt(fd, data, off);
+      for (let off = 0; off < data.length;) off += await writeAt(fd, data, off);
       if (gen === this.gen) this.bytes += data.length;
     } finally {
       this.inflight -= 1;

@@ -24,7 +24,9 @@ export function createLogger(level: string, format: LogFormat): Logger {
       level,
       format: fmt,
       // stderr, like other node agents, so stdout stays free for --version/--help output
-      transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug', 'verbose', 'silly'] })],
+      transports: [
+        new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug', 'verbose', 'silly'] }),
+      ],
     }),
   );
 }

@@ -44,7 +44,10 @@ export function isWithin(p: string, dir: string): boolean {
 }
 
 export class UnsafeLogPathError extends Error {
-  constructor(readonly file: string, reason: string) {
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
     super(`log path ${file}: ${reason}`);
     this.name = 'UnsafeLogPathError';
   }
@@ -56,7 +59,8 @@ function checkDirResolves(file: string, dir: string): void {
   if (real !== dir) throw new UnsafeLogPathError(file, `directory resolves to ${real} (a symlink in the path)`);
 }
 
-const O_APPEND_NOFOLLOW = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW;
+const O_APPEND_NOFOLLOW =
+  fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW;
 
 /**
  * Opens a CRI log file for appending, creating its directory. Synchronous like the

@@ -37,7 +37,8 @@ export class TtyRecordParser {
 
   push(chunk: Buffer): void {
     let i = 0;
-    while (i < chunk.length) i = this.timestamp === undefined ? this.readTimestamp(chunk, i) : this.readMessage(chunk, i);
+    while (i < chunk.length)
+      i = this.timestamp === undefined ? this.readTimestamp(chunk, i) : this.readMessage(chunk, i);
   }
 
   /** The stream ended: what is left is the last record. */

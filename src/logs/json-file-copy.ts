@@ -77,7 +77,8 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const follower = new JsonFileFollower(o.jsonPath, {
     chunkBytes: o.chunkBytes,
     onLoss: reportLoss,
-    onSkippedTail: (bytes) => o.log.warn('skipped an unterminated line at the end of a rotated json-file', { jsonPath: o.jsonPath, bytes }),
+    onSkippedTail: (bytes) =>
+      o.log.warn('skipped an unterminated line at the end of a rotated json-file', { jsonPath: o.jsonPath, bytes }),
   });
 
   let savedGen = o.file.generation();
@@ -101,7 +102,11 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
     const out = convertJsonLines(chunk.data, o.skip);
     if (out.bad > 0 && !badReported) {
       badReported = true;
-      o.log.warn('json-file lines that are not log records were skipped', { jsonPath: o.jsonPath, lines: out.bad, offset: chunk.offset });
+      o.log.warn('json-file lines that are not log records were skipped', {
+        jsonPath: o.jsonPath,
+        lines: out.bad,
+        offset: chunk.offset,
+      });
     }
     // after a ReopenContainerLog, pin the new file at its start before anything lands in it
     if (o.file.generation() !== savedGen) await save();
@@ -126,7 +131,12 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
 
   const run = async (): Promise<void> => {
     await follower.start(o.saved?.source);
-    if (o.saved) o.log.debug('container log copy resumes at its saved position', { jsonPath: o.jsonPath, ino: o.saved.source.ino, offset: o.saved.source.offset });
+    if (o.saved)
+      o.log.debug('container log copy resumes at its saved position', {
+        jsonPath: o.jsonPath,
+        ino: o.saved.source.ino,
+        offset: o.saved.source.offset,
+      });
     let idle = idleMinMs;
     let idleSince = 0;
     let lastCheck = Date.now();

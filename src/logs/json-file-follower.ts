@@ -110,20 +110,24 @@ export class JsonFileFollower {
       }
       await this.append(listed.slice(startAt));
       const first = listed[startAt];
-      if ((first === undefined && this.chain.length === 0) || (first !== undefined && this.chain[0]?.ino === first.ino)) {
+      if (
+        (first === undefined && this.chain.length === 0) ||
+        (first !== undefined && this.chain[0]?.ino === first.ino)
+      ) {
         if (this.chain[0]) this.chain[0].offset = offset;
         if (from && !found && (listed.length > 0 || from.size > from.offset)) {
           this.opts.onLoss?.({
             files: 1,
             bytes: Math.max(0, from.size - from.offset),
             exact: false,
-            reason: 'the json-file being copied was deleted by Docker\'s rotation before the copy resumed',
+            reason: "the json-file being copied was deleted by Docker's rotation before the copy resumed",
           });
         }
         break;
       }
       await this.closeChain();
-      if (attempt >= 20) throw new Error(`json-file ${this.file} keeps rotating under the copy; cannot find where to resume`);
+      if (attempt >= 20)
+        throw new Error(`json-file ${this.file} keeps rotating under the copy; cannot find where to resume`);
     }
     this.lastScan = this.now();
   }

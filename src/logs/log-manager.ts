@@ -69,10 +69,25 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     if (followers.get(containerId) === f) followers.delete(containerId);
   };
 
-  const followerFor = (containerId: string, logPath: string, tty: boolean, jsonPath: string | undefined, log: Logger, f: Entry): LogFollower => {
+  const followerFor = (
+    containerId: string,
+    logPath: string,
+    tty: boolean,
+    jsonPath: string | undefined,
+    log: Logger,
+    f: Entry,
+  ): LogFollower => {
     const finished = (): void => finish(containerId, f);
     if (jsonPath && opts.positions) {
-      return new LocalLogCopy({ containerId, logPath, jsonPath, positions: opts.positions, log, finished, inspectState: async () => (await docker.inspectContainer(containerId)).State });
+      return new LocalLogCopy({
+        containerId,
+        logPath,
+        jsonPath,
+        positions: opts.positions,
+        log,
+        finished,
+        inspectState: async () => (await docker.inspectContainer(containerId)).State,
+      });
     }
     return new ApiLogCopy({
       source: {
@@ -105,7 +120,9 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     }
     const f: Entry = { stopped: false, done: Promise.resolve() };
     f.done = (async () => {
-      const jsonPath = opts.positions ? await locateJsonFile(() => docker.inspectContainer(containerId), log) : undefined;
+      const jsonPath = opts.positions
+        ? await locateJsonFile(() => docker.inspectContainer(containerId), log)
+        : undefined;
       if (f.stopped) return;
       f.follower = followerFor(containerId, logPath, tty, jsonPath, log, f);
       await f.follower.run();
@@ -141,7 +158,8 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     },
     async prune(keep) {
       if (!opts.positions) return;
-      for (const id of await opts.positions.list()) if (!keep.has(id) && !followers.has(id)) await opts.positions.remove(id);
+      for (const id of await opts.positions.list())
+        if (!keep.has(id) && !followers.has(id)) await opts.positions.remove(id);
     },
     async idle(containerId) {
       await followers.get(containerId)?.done;

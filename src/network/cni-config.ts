@@ -80,7 +80,12 @@ export interface ProbeResult {
  * Synchronous on purpose: a conf dir holds a few small files, and a sync probe
  * lets status() be right from the moment the plugin manager exists.
  */
-export function probeConfDirSync(confDir: string, binDirs: string[], logger: Logger, seen = new Map<string, string>()): ProbeResult {
+export function probeConfDirSync(
+  confDir: string,
+  binDirs: string[],
+  logger: Logger,
+  seen = new Map<string, string>(),
+): ProbeResult {
   let names: string[];
   try {
     names = readdirSync(confDir)
@@ -108,7 +113,9 @@ export function probeConfDirSync(confDir: string, binDirs: string[], logger: Log
       problems.push(`invalid CNI config ${file}: ${reason}`);
       continue;
     }
-    const missing = [...new Set([...conf.plugins.map((p) => p.type), LOOPBACK_PLUGIN])].filter((t) => !findPlugin(t, binDirs));
+    const missing = [...new Set([...conf.plugins.map((p) => p.type), LOOPBACK_PLUGIN])].filter(
+      (t) => !findPlugin(t, binDirs),
+    );
     if (missing.length > 0) {
       return {
         config: conf,
@@ -117,10 +124,19 @@ export function probeConfDirSync(confDir: string, binDirs: string[], logger: Log
     }
     return { config: conf };
   }
-  return { problem: problems.length ? `no valid CNI configuration file in ${confDir}: ${problems.join('; ')}` : `no CNI configuration file in ${confDir}` };
+  return {
+    problem: problems.length
+      ? `no valid CNI configuration file in ${confDir}: ${problems.join('; ')}`
+      : `no CNI configuration file in ${confDir}`,
+  };
 }
 
 /** Promise form of probeConfDirSync. */
-export async function probeConfDir(confDir: string, binDirs: string[], logger: Logger, seen = new Map<string, string>()): Promise<ProbeResult> {
+export async function probeConfDir(
+  confDir: string,
+  binDirs: string[],
+  logger: Logger,
+  seen = new Map<string, string>(),
+): Promise<ProbeResult> {
   return probeConfDirSync(confDir, binDirs, logger, seen);
 }

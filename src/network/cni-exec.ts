@@ -129,7 +129,9 @@ export function execPlugin(conf: PluginStdin, inv: CniInvocation): Promise<unkno
 export function resultIps(result: unknown): string[] {
   if (typeof result !== 'object' || result === null) return [];
   const r = result as { ips?: unknown; ip4?: { ip?: unknown }; ip6?: { ip?: unknown } };
-  const addrs: unknown[] = Array.isArray(r.ips) ? r.ips.map((i: unknown) => (i as { address?: unknown } | null)?.address) : [r.ip4?.ip, r.ip6?.ip];
+  const addrs: unknown[] = Array.isArray(r.ips)
+    ? r.ips.map((i: unknown) => (i as { address?: unknown } | null)?.address)
+    : [r.ip4?.ip, r.ip6?.ip];
   const ips = addrs.filter((a): a is string => typeof a === 'string' && a !== '').map((a) => a.split('/')[0]);
   return [...ips.filter((ip) => !ip.includes(':')), ...ips.filter((ip) => ip.includes(':'))];
 }

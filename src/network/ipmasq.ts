@@ -47,7 +47,9 @@ type Run = (bin: string, args: string[]) => Promise<string>;
 const runIptables: Run = (bin, args) =>
   new Promise((resolve, reject) => {
     // -w: wait for the xtables lock other plugins may hold, rather than fail
-    execFile(bin, ['-w', '5', ...args], { timeout: 15_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${bin} ${args.join(' ')}: ${stderr.trim() || err.message}`)) : resolve(stdout)));
+    execFile(bin, ['-w', '5', ...args], { timeout: 15_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${bin} ${args.join(' ')}: ${stderr.trim() || err.message}`)) : resolve(stdout),
+    );
   });
 
 /** Removes the ipMasq rules and chains bridge made for a container (IPv4 and IPv6); returns the chains removed. */
@@ -65,7 +67,20 @@ export async function cleanupIpMasq(network: string, containerId: string, run: R
     const rules = findMasqRules(text, network, containerId);
     // every jump first: a chain still referenced (two addresses of one family) cannot be deleted
     for (const r of rules) {
-      await run(bin, ['-t', 'nat', '-D', 'POSTROUTING', '-s', r.source, '-m', 'comment', '--comment', comment, '-j', r.chain]).catch((err: Error) => errors.push(err.message));
+      await run(bin, [
+        '-t',
+        'nat',
+        '-D',
+        'POSTROUTING',
+        '-s',
+        r.source,
+        '-m',
+        'comment',
+        '--comment',
+        comment,
+        '-j',
+        r.chain,
+      ]).catch((err: Error) => errors.push(err.message));
     }
     for (const chain of new Set(rules.map((r) => r.chain))) {
       try {

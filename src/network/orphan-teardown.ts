@@ -13,7 +13,10 @@ export type OrphanNetworks = Pick<NetworkPlugin, 'cachedSandboxes' | 'tearDownPo
  */
 export class TeardownRetries {
   private readonly state = new Map<string, { failures: number; skip: number }>();
-  constructor(readonly maxAttempts = 8, readonly maxSkip = 60) {}
+  constructor(
+    readonly maxAttempts = 8,
+    readonly maxSkip = 60,
+  ) {}
 
   /** Whether this round should try `id` (counts the rounds it sits out). */
   due(id: string): boolean {
@@ -42,12 +45,24 @@ export class TeardownRetries {
 }
 
 /** CNI DEL for cached networks whose sandbox is gone; failures stay cached for a later round (see TeardownRetries). */
-export async function releaseOrphanNetworks(deps: { network: OrphanNetworks }, log: Logger, known: (id: string) => boolean, retries?: TeardownRetries): Promise<void> {
+export async function releaseOrphanNetworks(
+  deps: { network: OrphanNetworks },
+  log: Logger,
+  known: (id: string) => boolean,
+  retries?: TeardownRetries,
+): Promise<void> {
   for (const id of await deps.network.cachedSandboxes()) {
     if (known(id)) continue;
     if (retries && !retries.due(id)) continue;
     try {
-      await deps.network.tearDownPod({ podName: '', podNamespace: '', podUid: '', sandboxId: id, netnsPath: '', portMappings: [] });
+      await deps.network.tearDownPod({
+        podName: '',
+        podNamespace: '',
+        podUid: '',
+        sandboxId: id,
+        netnsPath: '',
+        portMappings: [],
+      });
       retries?.succeeded(id);
       log.info('released the network of a sandbox that no longer exists', { podSandboxId: shortId(id) });
     } catch (err) {
@@ -57,13 +72,16 @@ export async function releaseOrphanNetworks(deps: { network: OrphanNetworks }, l
         continue;
       }
       const net = await deps.network.podNetwork(id).catch(() => undefined);
-      log.warn('giving up on CNI DEL of an orphaned sandbox; its network setup stays behind (IP reservation, host port and masquerade rules) until removed by hand', {
-        podSandboxId: id,
-        attempts: retries.maxAttempts,
-        ips: net?.ips ?? [],
-        network: net?.networkName ?? '',
-        error,
-      });
+      log.warn(
+        'giving up on CNI DEL of an orphaned sandbox; its network setup stays behind (IP reservation, host port and masquerade rules) until removed by hand',
+        {
+          podSandboxId: id,
+          attempts: retries.maxAttempts,
+          ips: net?.ips ?? [],
+          network: net?.networkName ?? '',
+          error,
+        },
+      );
     }
   }
 }

@@ -66,8 +66,13 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
     name: 'cni',
     status(): NetworkStatus {
       const current = configs.current;
-      if (current && !configs.problem) return { ready: true, reason: '', message: '', configName: current.name, configFile: current.file };
-      return { ready: false, reason: NOT_READY, message: `network plugin is not ready: ${configs.problem || 'cni config uninitialized'}` };
+      if (current && !configs.problem)
+        return { ready: true, reason: '', message: '', configName: current.name, configFile: current.file };
+      return {
+        ready: false,
+        reason: NOT_READY,
+        message: `network plugin is not ready: ${configs.problem || 'cni config uninitialized'}`,
+      };
     },
     setUpPod: (req) => queue.run(req.sandboxId, () => attach.attach(req)),
     tearDownPod: (req) => queue.run(req.sandboxId, () => detach.detach(req)),

@@ -46,7 +46,12 @@ const ID = /^[0-9a-f]{1,64}$/;
 function validEntry(e: unknown, id: string): e is CacheEntry {
   if (typeof e !== 'object' || e === null) return false;
   const c = e as Partial<CacheEntry>;
-  return c.sandboxId === id && typeof c.netns === 'string' && Array.isArray(c.portMappings) && Array.isArray(c.config?.plugins);
+  return (
+    c.sandboxId === id &&
+    typeof c.netns === 'string' &&
+    Array.isArray(c.portMappings) &&
+    Array.isArray(c.config?.plugins)
+  );
 }
 
 /** One JSON file per sandbox id in `dir`, written atomically (temp file, fsync, rename, dir fsync). */

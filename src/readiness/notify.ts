@@ -51,13 +51,15 @@ export function formatAssignments(fields: Record<string, string>): string[] {
   return Object.entries(fields).map(([k, v]) => `${k}=${v.replace(/[\r\n]+/g, ' ')}`);
 }
 
-export function createNotifier(opts: {
-  env?: NodeJS.ProcessEnv;
-  pid?: number;
-  run?: RunNotify;
-  find?: (env: NodeJS.ProcessEnv) => string | undefined;
-  onError?: (err: Error) => void;
-} = {}): Notifier {
+export function createNotifier(
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    pid?: number;
+    run?: RunNotify;
+    find?: (env: NodeJS.ProcessEnv) => string | undefined;
+    onError?: (err: Error) => void;
+  } = {},
+): Notifier {
   const env = opts.env ?? process.env;
   const socket = env.NOTIFY_SOCKET;
   if (!socket) return { enabled: false, send: async () => undefined };
@@ -76,10 +78,16 @@ export function createNotifier(opts: {
     enabled: true,
     send(fields) {
       if (!bin) {
-        fail(new Error(`NOTIFY_SOCKET is set (${socket}) but systemd-notify was not found: systemd cannot be told crishim is ready`));
+        fail(
+          new Error(
+            `NOTIFY_SOCKET is set (${socket}) but systemd-notify was not found: systemd cannot be told crishim is ready`,
+          ),
+        );
         return Promise.resolve();
       }
-      queue = queue.then(() => run(bin, ['--no-block', `--pid=${pid}`, ...formatAssignments(fields)], { NOTIFY_SOCKET: socket }).catch(fail));
+      queue = queue.then(() =>
+        run(bin, ['--no-block', `--pid=${pid}`, ...formatAssignments(fields)], { NOTIFY_SOCKET: socket }).catch(fail),
+      );
       return queue;
     },
   };

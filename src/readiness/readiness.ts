@@ -29,13 +29,22 @@ export interface Readiness {
 }
 
 /** What `systemctl status crishim` shows, and whether the daemon counts as ready (Docker answered). */
-export function describeState(engine: EngineSnapshot, network: NetworkStatus, dockerEndpoint: string, socketPath: string): { ready: boolean; status: string } {
+export function describeState(
+  engine: EngineSnapshot,
+  network: NetworkStatus,
+  dockerEndpoint: string,
+  socketPath: string,
+): { ready: boolean; status: string } {
   if (!engine.reachable) {
     const where = dockerEndpoint || 'the default Docker endpoint';
     return { ready: false, status: `waiting for Docker at ${where}: ${engine.error ?? 'not reachable'}` };
   }
-  if (!network.ready) return { ready: true, status: `serving CRI on ${socketPath}; waiting for a CNI config: ${network.message}` };
-  return { ready: true, status: `serving CRI on ${socketPath} (Docker ${engine.version ?? 'unknown'}, network ${network.configName ?? 'ready'})` };
+  if (!network.ready)
+    return { ready: true, status: `serving CRI on ${socketPath}; waiting for a CNI config: ${network.message}` };
+  return {
+    ready: true,
+    status: `serving CRI on ${socketPath} (Docker ${engine.version ?? 'unknown'}, network ${network.configName ?? 'ready'})`,
+  };
 }
 
 /** The WATCHDOG=1 period systemd asked for (half its timeout, as sd_watchdog_enabled(3) advises), or undefined. */

@@ -40,12 +40,16 @@ export async function reconcile(deps: ServiceDeps, logger: Logger, opts: Reconci
   }
   const containerIds = new Set(sandboxes.map((c) => c.Id));
   const checkpointIds = new Set(await deps.checkpoints.list());
-  const oldEnough = (createdAt: string | undefined): boolean => opts.createdBefore === undefined || olderThan(createdAt, opts.createdBefore);
+  const oldEnough = (createdAt: string | undefined): boolean =>
+    opts.createdBefore === undefined || olderThan(createdAt, opts.createdBefore);
 
   for (const id of checkpointIds) {
     const cp = await deps.checkpoints.read(id);
     if (cp?.crishim?.phase !== 'creating' || !oldEnough(cp.crishim.created_at)) continue;
-    log.warn('undoing a RunPodSandbox interrupted by a restart', { podSandboxId: shortId(id), pod: `${cp.namespace}/${cp.name}` });
+    log.warn('undoing a RunPodSandbox interrupted by a restart', {
+      podSandboxId: shortId(id),
+      pod: `${cp.namespace}/${cp.name}`,
+    });
     await undo(deps, id, log);
     containerIds.delete(id);
     checkpointIds.delete(id);
@@ -57,7 +61,10 @@ export async function reconcile(deps: ServiceDeps, logger: Logger, opts: Reconci
     if (!ours || c.State !== 'created' || !oldEnough(c.Labels[CREATED_LABEL])) continue;
     const cp = checkpointIds.has(c.Id) ? await deps.checkpoints.read(c.Id) : undefined;
     if (pastStart(cp)) continue;
-    log.warn('removing a pause container created but never started before a crash', { podSandboxId: shortId(c.Id), checkpoint: Boolean(cp) });
+    log.warn('removing a pause container created but never started before a crash', {
+      podSandboxId: shortId(c.Id),
+      checkpoint: Boolean(cp),
+    });
     await undo(deps, c.Id, log);
     containerIds.delete(c.Id);
     checkpointIds.delete(c.Id);
@@ -83,23 +90,40 @@ function olderThan(createdAt: string | undefined, limit: bigint): boolean {
 async function undo(deps: ServiceDeps, id: string, log: Logger): Promise<void> {
   try {
     if (await deps.network.podNetwork(id)) {
-      await deps.network.tearDownPod({ podName: '', podNamespace: '', podUid: '', sandboxId: id, netnsPath: '', portMappings: [] });
+      await deps.network.tearDownPod({
+        podName: '',
+        podNamespace: '',
+        podUid: '',
+        sandboxId: id,
+        netnsPath: '',
+        portMappings: [],
+      });
     }
     await removeDockerContainer(deps, id);
     await deps.checkpoints.remove(id);
   } catch (err) {
-    log.error('could not undo an interrupted sandbox; will retry at the next start', { podSandboxId: shortId(id), error: (err as Error).message });
+    log.error('could not undo an interrupted sandbox; will retry at the next start', {
+      podSandboxId: shortId(id),
+      error: (err as Error).message,
+    });
   }
 }
 
 /** Retries orphaned CNI teardowns in the background (e.g. a DEL that failed during RemovePodSandbox). */
-export function startNetworkJanitor(deps: ServiceDeps, logger: Logger, intervalMs = 60_000, retries = new TeardownRetries()): () => void {
+export function startNetworkJanitor(
+  deps: ServiceDeps,
+  logger: Logger,
+  intervalMs = 60_000,
+  retries = new TeardownRetries(),
+): () => void {
   const log = logger.child({ component: 'janitor' });
   const timer = setInterval(() => {
     void (async () => {
       const checkpoints = new Set(await deps.checkpoints.list());
       // Docker down: we cannot tell what exists, so this round releases nothing
-      const listed = await deps.docker.listContainers({ label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] }).catch(() => undefined);
+      const listed = await deps.docker
+        .listContainers({ label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] })
+        .catch(() => undefined);
       if (!listed) return;
       const containers = new Set(listed.map((c) => c.Id));
       await releaseOrphanNetworks(deps, log, (id) => checkpoints.has(id) || containers.has(id), retries);

@@ -13,7 +13,14 @@ export function attachRpc(deps: ExecDeps) {
     if (req.stdin && !info.Config.OpenStdin) {
       throw failedPrecondition(`container ${info.Id} was not created with stdin open; cannot attach stdin`);
     }
-    const url = deps.streaming.issueUrl({ kind: 'attach', containerId: info.Id, tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+    const url = deps.streaming.issueUrl({
+      kind: 'attach',
+      containerId: info.Id,
+      tty: req.tty,
+      stdin: req.stdin,
+      stdout: req.stdout,
+      stderr: req.stderr,
+    });
     return { url };
   };
 }

@@ -25,7 +25,10 @@ export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup, logs?
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
     // a client that sees EXITED reads the log next (kubectl logs, critest): let the copy finish first
     if (info.State.Status === 'exited') await logs?.drained(info.Id, LOG_DRAIN_MS);
-    const out: RuntimeRes<'ContainerStatus'> = { status: statusFromInspect(info, await appliedHugepages(info, hugetlb)), info: {} };
+    const out: RuntimeRes<'ContainerStatus'> = {
+      status: statusFromInspect(info, await appliedHugepages(info, hugetlb)),
+      info: {},
+    };
     if (info.State.Running) out.status!.user = (await containerUser(info.State.Pid, info.Id)) ?? null;
     if (req.verbose) {
       out.info = {
@@ -35,7 +38,11 @@ export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup, logs?
           dockerName: info.Name,
           entrypoint: info.Config.Entrypoint,
           cmd: info.Config.Cmd,
-          hostConfig: { NetworkMode: info.HostConfig.NetworkMode, PidMode: info.HostConfig.PidMode, IpcMode: info.HostConfig.IpcMode },
+          hostConfig: {
+            NetworkMode: info.HostConfig.NetworkMode,
+            PidMode: info.HostConfig.PidMode,
+            IpcMode: info.HostConfig.IpcMode,
+          },
         }),
       };
     }

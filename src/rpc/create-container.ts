@@ -47,7 +47,12 @@ export function createContainer(deps: ServiceDeps) {
       throw failedPrecondition(`pod sandbox ${sandbox.id} is not ready; cannot create container ${name} in it`);
     }
     const pod = recordMetadata(sandbox);
-    const identity = { [CONTAINER_NAME_LABEL]: name, [POD_NAME_LABEL]: pod.name, [POD_NAMESPACE_LABEL]: pod.namespace, [POD_UID_LABEL]: pod.uid };
+    const identity = {
+      [CONTAINER_NAME_LABEL]: name,
+      [POD_NAME_LABEL]: pod.name,
+      [POD_NAMESPACE_LABEL]: pod.namespace,
+      [POD_UID_LABEL]: pod.uid,
+    };
     checkRequestLabels('config.labels', config.labels, identity);
     const logPath = await checkedLogPath(deps, req.sandbox_config?.log_directory, config.log_path);
 

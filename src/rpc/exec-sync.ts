@@ -36,7 +36,12 @@ export function execSync(deps: ExecDeps) {
     const containerId = info.Id;
     let started;
     try {
-      started = await startExec(deps.docker, containerId, { cmd: req.cmd, tty: false, stdin: false, stdout: true, stderr: true }, ctx.signal);
+      started = await startExec(
+        deps.docker,
+        containerId,
+        { cmd: req.cmd, tty: false, stdin: false, stdout: true, stderr: true },
+        ctx.signal,
+      );
     } catch (err) {
       throw fromDockerError(err, `exec in container ${containerId}`);
     }
@@ -66,7 +71,8 @@ export function execSync(deps: ExecDeps) {
       await killExecProcess(deps.docker, execId, ctx.log);
       stream.destroy();
       const what = `exec ${JSON.stringify(req.cmd.join(' ').slice(0, 100))} in container ${containerId}`;
-      if (outcome === 'timeout') throw new DomainError('deadline-exceeded', `${what} timed out after ${timeoutSec}s; the process was killed`);
+      if (outcome === 'timeout')
+        throw new DomainError('deadline-exceeded', `${what} timed out after ${timeoutSec}s; the process was killed`);
       throw new DomainError('cancelled', `${what} cancelled; the process was killed`);
     }
     let exitCode: number;
@@ -75,7 +81,8 @@ export function execSync(deps: ExecDeps) {
     } catch (err) {
       throw fromDockerError(err, `inspect exec in container ${containerId}`);
     }
-    if (budget.left <= 0) ctx.log.warn('ExecSync output truncated', { containerId, limitBytes: EXEC_SYNC_OUTPUT_LIMIT });
+    if (budget.left <= 0)
+      ctx.log.warn('ExecSync output truncated', { containerId, limitBytes: EXEC_SYNC_OUTPUT_LIMIT });
     return { stdout: stdout.bytes(), stderr: stderr.bytes(), exit_code: exitCode };
   };
 }

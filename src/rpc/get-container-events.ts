@@ -5,7 +5,11 @@ type CriEvent = RuntimeRes<'GetContainerEvents'>;
 
 /** Streams the hub's CRI events to one caller until it goes away (or falls too far behind). */
 export function getContainerEvents(hub: EventHub) {
-  return async (_req: RuntimeReq<'GetContainerEvents'>, ctx: CallContext, send: (ev: CriEvent) => Promise<void>): Promise<void> => {
+  return async (
+    _req: RuntimeReq<'GetContainerEvents'>,
+    ctx: CallContext,
+    send: (ev: CriEvent) => Promise<void>,
+  ): Promise<void> => {
     const sub = hub.subscribe();
     const onAbort = (): void => sub.wake?.();
     ctx.signal.addEventListener('abort', onAbort, { once: true });

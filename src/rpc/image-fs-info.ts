@@ -33,11 +33,12 @@ export async function layerStoreBytes(root: string): Promise<number | undefined>
     if (!chains) continue;
     found = true;
     const sizes = await Promise.all(
-      chains.map((c) =>
-        fsp
-          .readFile(path.join(layers, c, 'size'), 'utf8')
-          .then((s) => Number(s.trim()) || 0)
-          .catch(() => 0), // a layer being removed right now
+      chains.map(
+        (c) =>
+          fsp
+            .readFile(path.join(layers, c, 'size'), 'utf8')
+            .then((s) => Number(s.trim()) || 0)
+            .catch(() => 0), // a layer being removed right now
       ),
     );
     total += sizes.reduce((a, b) => a + b, 0);
@@ -57,7 +58,8 @@ async function dfLayersBytes(deps: ServiceDeps): Promise<number> {
  * identical mountpoint is how the kubelet learns the image filesystem is not split (as CRI-O).
  */
 export function imageFsInfoRpc(deps: ServiceDeps, logger: Logger = deps.logger) {
-  let cached: { at: number; value: Promise<{ mountpoint: string; bytes: number; inodes: number; source: string }> } | undefined;
+  let cached:
+    { at: number; value: Promise<{ mountpoint: string; bytes: number; inodes: number; source: string }> } | undefined;
 
   const measure = async (): Promise<{ mountpoint: string; bytes: number; inodes: number; source: string }> => {
     let engine = deps.engine.current();

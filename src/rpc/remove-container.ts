@@ -24,7 +24,11 @@ export async function removeContainerFully(deps: ServiceDeps, logs: LogManager, 
     await removeLogFile(logPath);
   } catch (err) {
     // the container is gone; a log file we may not safely touch stays where it is
-    deps.logger.warn('container log file left in place', { containerId: info.Id, logPath, error: (err as Error).message });
+    deps.logger.warn('container log file left in place', {
+      containerId: info.Id,
+      logPath,
+      error: (err as Error).message,
+    });
   }
 }
 

@@ -7,13 +7,32 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from './deps';
 import { pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../sandbox/pause-container';
 import { cniPortMappings, portMappingsOf } from '../sandbox/port-mappings';
-import { ATTEMPT_LABEL, checkRequestLabels, CREATED_LABEL, ROOT_LABEL, RUNTIME_HANDLER_LABEL, makeLabels, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
+import {
+  ATTEMPT_LABEL,
+  checkRequestLabels,
+  CREATED_LABEL,
+  ROOT_LABEL,
+  RUNTIME_HANDLER_LABEL,
+  makeLabels,
+  POD_NAME_LABEL,
+  POD_NAMESPACE_LABEL,
+  POD_UID_LABEL,
+  TYPE_LABEL,
+  TYPE_SANDBOX,
+} from '../labels';
 import { sandboxName, withRandomSuffix } from '../cri/naming';
 import { resolveSeccomp } from '../cri/security';
 import { checkEnums } from '../cri/enums';
 import { auditSandboxConfig } from '../cri/field-audit';
 import { nowNanos } from '../time';
-import { checkCgroupParent, checkLabelMap, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from '../cri/validation';
+import {
+  checkCgroupParent,
+  checkLabelMap,
+  checkName,
+  checkResolvToken,
+  checkSandboxMetadata,
+  checkSysctls,
+} from '../cri/validation';
 
 type Request = RuntimeReq<'RunPodSandbox'>;
 
@@ -39,7 +58,9 @@ class Rollback {
 function checkOwnPorts(ownPorts: Set<number> | undefined, config: SandboxConfig): void {
   for (const [i, p] of (config.port_mappings ?? []).entries()) {
     if (p.host_port > 0 && ownPorts?.has(p.host_port) && (p.protocol ?? 'TCP') === 'TCP') {
-      throw invalidArgument(`config.port_mappings[${i}].host_port ${p.host_port} is one of crishim's own listeners (streaming or metrics)`);
+      throw invalidArgument(
+        `config.port_mappings[${i}].host_port ${p.host_port} is one of crishim's own listeners (streaming or metrics)`,
+      );
     }
   }
 }
@@ -50,7 +71,11 @@ function validateConfig(req: Request): SandboxConfig {
   checkEnums('RunPodSandboxRequest', req);
   const meta = checkSandboxMetadata(config.metadata);
   checkLabelMap('config.labels', config.labels);
-  checkRequestLabels('config.labels', config.labels, { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid });
+  checkRequestLabels('config.labels', config.labels, {
+    [POD_NAME_LABEL]: meta.name,
+    [POD_NAMESPACE_LABEL]: meta.namespace,
+    [POD_UID_LABEL]: meta.uid,
+  });
   checkLabelMap('config.annotations', config.annotations);
   checkName('config.hostname', config.hostname, { required: false });
   for (const [i, p] of (config.port_mappings ?? []).entries()) {
@@ -82,12 +107,18 @@ async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<
   // a runtime added by a dockerd reload since the last refresh is looked up once more before refusing
   const engine = await engineForRuntime(deps.engine, handler);
   if (!engine.runtimes.includes(handler)) {
-    throw invalidArgument(`unknown runtime handler ${JSON.stringify(handler)}; docker has: ${engine.runtimes.join(', ') || 'none'}`);
+    throw invalidArgument(
+      `unknown runtime handler ${JSON.stringify(handler)}; docker has: ${engine.runtimes.join(', ') || 'none'}`,
+    );
   }
   return handler;
 }
 
-async function createPauseContainer(deps: ServiceDeps, ctx: CallContext, opts: Docker.ContainerCreateOptions): Promise<string> {
+async function createPauseContainer(
+  deps: ServiceDeps,
+  ctx: CallContext,
+  opts: Docker.ContainerCreateOptions,
+): Promise<string> {
   // No abort signal: a create cancelled in flight may still happen in Docker, and then we
   // would not know the id to roll back. Cancellation is checked once the id is known.
   return deps.docker.createContainer(opts, {
@@ -140,7 +171,10 @@ export function runPodSandbox(deps: ServiceDeps) {
       },
       { [POD_NAME_LABEL]: meta.name, [POD_NAMESPACE_LABEL]: meta.namespace, [POD_UID_LABEL]: meta.uid },
     );
-    const createOpts: Docker.ContainerCreateOptions = { name: sandboxName(meta), ...pauseContainerSpec(deps, config, image, labels, runtime, seccomp) };
+    const createOpts: Docker.ContainerCreateOptions = {
+      name: sandboxName(meta),
+      ...pauseContainerSpec(deps, config, image, labels, runtime, seccomp),
+    };
     const portMappings = portMappingsOf(config);
 
     // (a) the sandbox image: checked once, then trusted until Docker says it is gone
@@ -166,7 +200,8 @@ export function runPodSandbox(deps: ServiceDeps) {
     ctx.annotate({ podSandboxId: id });
     rollback.add(`remove pause container ${id}`, () => deps.docker.removeContainer(id, { force: true, volumes: true }));
     // from here on every step is undone if the client gave up: the undo runs without its signal
-    const checkCancelled = (): Promise<void> => (ctx.signal.aborted ? Promise.reject(new DomainError('cancelled', 'cancelled by the client')) : Promise.resolve());
+    const checkCancelled = (): Promise<void> =>
+      ctx.signal.aborted ? Promise.reject(new DomainError('cancelled', 'cancelled by the client')) : Promise.resolve();
     await step('after create', checkCancelled);
 
     // (c) the checkpoint: what teardown needs if the container disappears
@@ -199,13 +234,19 @@ export function runPodSandbox(deps: ServiceDeps) {
     // (e) pod networking, and DNS: both need the running container's details
     const dns = config.dns_config;
     const needsDns = Boolean(dns && (dns.servers.length || dns.searches.length || dns.options.length));
-    const info = !hostNetwork || needsDns ? await step('inspect pause container', () => deps.docker.inspectContainer(id)) : undefined;
+    const info =
+      !hostNetwork || needsDns
+        ? await step('inspect pause container', () => deps.docker.inspectContainer(id))
+        : undefined;
     if (info && needsDns) await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, dns));
     if (info && !hostNetwork) {
       const pid = info.State.Pid;
       if (!pid) {
         await rollback.run(ctx);
-        throw new DomainError('internal', `RunPodSandbox ${meta.namespace}/${meta.name}: pause container ${id} exited right after start`);
+        throw new DomainError(
+          'internal',
+          `RunPodSandbox ${meta.namespace}/${meta.name}: pause container ${id} exited right after start`,
+        );
       }
       const netReq = {
         podName: meta.name,
@@ -215,14 +256,18 @@ export function runPodSandbox(deps: ServiceDeps) {
         netnsPath: `/proc/${pid}/ns/net`,
         portMappings: cniPortMappings(portMappings),
       };
-      await step(`set up pod network (${deps.network.name})`, () => deps.network.setUpPod({ ...netReq, signal: ctx.signal }));
+      await step(`set up pod network (${deps.network.name})`, () =>
+        deps.network.setUpPod({ ...netReq, signal: ctx.signal }),
+      );
       // no signal: a cancelled call is a reason to undo, and the undo must still run (releases the IP)
       rollback.add(`tear down pod network of ${id}`, () => deps.network.tearDownPod(netReq));
     }
     deps.crashAt?.('sandbox:after-network');
     // from here on a restart keeps the sandbox instead of undoing it
     if (!hostNetwork) {
-      await step('mark checkpoint ready', () => deps.checkpoints.write(id, { ...checkpoint, crishim: { ...checkpoint.crishim, phase: 'ready' } }));
+      await step('mark checkpoint ready', () =>
+        deps.checkpoints.write(id, { ...checkpoint, crishim: { ...checkpoint.crishim, phase: 'ready' } }),
+      );
     }
     ctx.log.info('pod sandbox is ready', { podSandboxId: id });
     return { pod_sandbox_id: id };

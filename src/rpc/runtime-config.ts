@@ -9,7 +9,9 @@ export function runtimeConfig(deps: ServiceDeps) {
     if (!engine.cgroupDriver) engine = await deps.engine.refresh();
     // guessing cgroupfs would make a systemd-driver kubelet fail in confusing ways: say we do not know
     if (!engine.cgroupDriver) {
-      const why = engine.reachable ? 'docker info did not report it' : `docker is unreachable: ${engine.error ?? 'unknown error'}`;
+      const why = engine.reachable
+        ? 'docker info did not report it'
+        : `docker is unreachable: ${engine.error ?? 'unknown error'}`;
       throw unavailable(`RuntimeConfig: docker's cgroup driver is unknown (${why})`);
     }
     return { linux: { cgroup_driver: engine.cgroupDriver === 'systemd' ? 'SYSTEMD' : 'CGROUPFS' } };

@@ -90,7 +90,9 @@ export function createDockerService(
 }
 
 /** ExecSync, Exec, Attach and PortForward over Docker and the streaming server. */
-export function execHandlers(deps: ExecDeps): Required<Pick<RuntimeImpl, 'ExecSync' | 'Exec' | 'Attach' | 'PortForward'>> {
+export function execHandlers(
+  deps: ExecDeps,
+): Required<Pick<RuntimeImpl, 'ExecSync' | 'Exec' | 'Attach' | 'PortForward'>> {
   return {
     ExecSync: execSync(deps),
     Exec: execRpc(deps),

@@ -13,7 +13,13 @@ import { checkId } from '../cri/validation';
  * Writes the hugepage limits recorded at create into the started container's cgroup.
  * When that fails the container is killed: it must not run without the limits it asked for.
  */
-async function applyRecordedHugepages(deps: ServiceDeps, id: string, limits: HugepageLimit[], ctx: CallContext, hugetlb: HugetlbCgroup): Promise<void> {
+async function applyRecordedHugepages(
+  deps: ServiceDeps,
+  id: string,
+  limits: HugepageLimit[],
+  ctx: CallContext,
+  hugetlb: HugetlbCgroup,
+): Promise<void> {
   try {
     const pid = (await deps.docker.inspectContainer(id)).State.Pid;
     if (pid) await hugetlb.apply(pid, id, limits, ctx.log);
@@ -32,7 +38,8 @@ export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: Hug
     const sandboxId = info.Config.Labels[SANDBOX_ID_LABEL];
     if (sandboxId) {
       const sandbox = await deps.docker.findContainer(sandboxId).catch(() => undefined);
-      if (!sandbox?.State.Running) throw failedPrecondition(`pod sandbox ${sandboxId} of container ${info.Id} is not ready`);
+      if (!sandbox?.State.Running)
+        throw failedPrecondition(`pod sandbox ${sandboxId} of container ${info.Id} is not ready`);
     }
     if (info.State.Running) throw failedPrecondition(`container ${info.Id} is already running`);
     try {

@@ -6,6 +6,9 @@ import { sendChunks } from '../server/stream-chunks';
 
 /** Server-streaming twin of ListImages: same filter and content, in chunks of STREAM_CHUNK. */
 export function streamImagesRpc(deps: ServiceDeps, isPinned: (img: DockerImageLike) => boolean) {
-  return async (req: ImageReq<'StreamImages'>, _ctx: CallContext, send: (m: ImageRes<'StreamImages'>) => Promise<void>): Promise<void> =>
-    sendChunks(await listCriImages(deps, req.filter, isPinned), (images) => ({ images }), send);
+  return async (
+    req: ImageReq<'StreamImages'>,
+    _ctx: CallContext,
+    send: (m: ImageRes<'StreamImages'>) => Promise<void>,
+  ): Promise<void> => sendChunks(await listCriImages(deps, req.filter, isPinned), (images) => ({ images }), send);
 }

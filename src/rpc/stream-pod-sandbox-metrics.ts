@@ -4,7 +4,11 @@ import { podMetrics } from '../cri/metrics-cadvisor';
 import { sendChunks } from '../server/stream-chunks';
 
 export function streamPodSandboxMetrics(source: StatsViews) {
-  return async (_req: RuntimeReq<'StreamPodSandboxMetrics'>, ctx: CallContext, send: (m: RuntimeRes<'StreamPodSandboxMetrics'>) => Promise<void>) => {
+  return async (
+    _req: RuntimeReq<'StreamPodSandboxMetrics'>,
+    ctx: CallContext,
+    send: (m: RuntimeRes<'StreamPodSandboxMetrics'>) => Promise<void>,
+  ) => {
     const metrics = (await source.podViews(null, ctx.signal)).map((v) => podMetrics(v, source.mountpoint()));
     await sendChunks(metrics, (pod_sandbox_metrics) => ({ pod_sandbox_metrics }), send);
   };

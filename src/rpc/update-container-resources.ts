@@ -7,7 +7,10 @@ import type { HugetlbCgroup } from '../cgroups/hugetlb';
 import { applyResources } from '../container/resources';
 
 export function updateContainerResources(deps: ServiceDeps, hugetlb: HugetlbCgroup) {
-  return async (req: RuntimeReq<'UpdateContainerResources'>, ctx: CallContext): Promise<RuntimeRes<'UpdateContainerResources'>> => {
+  return async (
+    req: RuntimeReq<'UpdateContainerResources'>,
+    ctx: CallContext,
+  ): Promise<RuntimeRes<'UpdateContainerResources'>> => {
     const id = checkId('container_id', req.container_id);
     if (!req.linux) throw invalidArgument('linux resources must be set');
     const info = await mustFindContainer(deps, id);

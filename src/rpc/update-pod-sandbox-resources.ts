@@ -8,7 +8,10 @@ import { checkId } from '../cri/validation';
 
 /** Pod-level resources: applied to the pause container, whose cgroup Docker manages. */
 export function updatePodSandboxResources(deps: ServiceDeps, hugetlb: HugetlbCgroup) {
-  return async (req: RuntimeReq<'UpdatePodSandboxResources'>, ctx: CallContext): Promise<RuntimeRes<'UpdatePodSandboxResources'>> => {
+  return async (
+    req: RuntimeReq<'UpdatePodSandboxResources'>,
+    ctx: CallContext,
+  ): Promise<RuntimeRes<'UpdatePodSandboxResources'>> => {
     const id = checkId('pod_sandbox_id', req.pod_sandbox_id);
     const rec = await findSandbox(deps, id);
     if (!rec) throw notFound(`pod sandbox ${id}`);

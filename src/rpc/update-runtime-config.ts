@@ -5,7 +5,10 @@ import type { ServiceDeps } from './deps';
 
 /** UpdateRuntimeConfig: the pod CIDR reaches CNI plugins through runtimeConfig. */
 export function updateRuntimeConfig(deps: ServiceDeps) {
-  return async (req: RuntimeReq<'UpdateRuntimeConfig'>, ctx: CallContext): Promise<RuntimeRes<'UpdateRuntimeConfig'>> => {
+  return async (
+    req: RuntimeReq<'UpdateRuntimeConfig'>,
+    ctx: CallContext,
+  ): Promise<RuntimeRes<'UpdateRuntimeConfig'>> => {
     const cidr = req.runtime_config?.network_config?.pod_cidr ?? '';
     if (cidr) {
       checkPodCidr('runtime_config.network_config.pod_cidr', cidr);
@@ -25,9 +28,12 @@ export function checkPodCidr(field: string, value: string): void {
   const parts = value.split(',').map((p) => p.trim());
   const families = parts.map((p) => cidrFamily(p));
   const bad = parts.find((_, i) => families[i] === undefined);
-  if (bad !== undefined) throw invalidArgument(`${field}: ${JSON.stringify(bad)} is not an IPv4 or IPv6 CIDR (address/prefix)`);
+  if (bad !== undefined)
+    throw invalidArgument(`${field}: ${JSON.stringify(bad)} is not an IPv4 or IPv6 CIDR (address/prefix)`);
   if (parts.length > 2 || new Set(families).size !== parts.length) {
-    throw invalidArgument(`${field}: ${JSON.stringify(value)} must be one CIDR, or one IPv4 and one IPv6 CIDR separated by a comma`);
+    throw invalidArgument(
+      `${field}: ${JSON.stringify(value)} must be one CIDR, or one IPv4 and one IPv6 CIDR separated by a comma`,
+    );
   }
 }
 
@@ -41,7 +47,8 @@ function cidrFamily(cidr: string): 4 | 6 | undefined {
   const prefix = cidr.slice(slash + 1);
   if (!DECIMAL.test(prefix)) return undefined;
   const octets = addr.split('.');
-  if (octets.length === 4 && octets.every((o) => DECIMAL.test(o) && Number(o) <= 255)) return Number(prefix) <= 32 ? 4 : undefined;
+  if (octets.length === 4 && octets.every((o) => DECIMAL.test(o) && Number(o) <= 255))
+    return Number(prefix) <= 32 ? 4 : undefined;
   if (addr.includes(':') && isIPv6(addr) && !addr.includes('%')) return Number(prefix) <= 128 ? 6 : undefined;
   return undefined;
 }

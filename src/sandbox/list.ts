@@ -1,7 +1,14 @@
 import type { RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../rpc/deps';
 import { memoized, summaryOf, type ListedContainer } from '../state/summary';
-import { CREATED_LABEL, matchesSelector, RUNTIME_HANDLER_LABEL, splitLabels, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
+import {
+  CREATED_LABEL,
+  matchesSelector,
+  RUNTIME_HANDLER_LABEL,
+  splitLabels,
+  TYPE_LABEL,
+  TYPE_SANDBOX,
+} from '../labels';
 import { metadataFromLabels } from './lookup';
 import { secondsToNanos } from '../time';
 
@@ -53,7 +60,12 @@ export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<
     if (!cp) continue;
     items.push({
       id,
-      metadata: { name: cp.name, namespace: cp.namespace, uid: cp.crishim?.uid ?? '', attempt: cp.crishim?.attempt ?? 0 },
+      metadata: {
+        name: cp.name,
+        namespace: cp.namespace,
+        uid: cp.crishim?.uid ?? '',
+        attempt: cp.crishim?.attempt ?? 0,
+      },
       state: 'SANDBOX_NOTREADY',
       created_at: cp.crishim?.created_at ?? '0',
       labels: cp.crishim?.labels ?? {},

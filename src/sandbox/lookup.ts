@@ -37,7 +37,9 @@ export function isSandboxContainer(labels: Record<string, string> | undefined): 
 
 /** Resolves a sandbox id (or unique prefix) through Docker, then the checkpoints; undefined when unknown. */
 export async function findSandbox(deps: ServiceDeps, idOrPrefix: string): Promise<SandboxRecord | undefined> {
-  const container: Docker.ContainerInspectInfo | undefined = deps.state ? await deps.state.get(idOrPrefix) : await deps.docker.findContainer(idOrPrefix);
+  const container: Docker.ContainerInspectInfo | undefined = deps.state
+    ? await deps.state.get(idOrPrefix)
+    : await deps.docker.findContainer(idOrPrefix);
   if (container) {
     if (!isSandboxContainer(container.Config.Labels)) return undefined;
     return { id: container.Id, container, checkpoint: await deps.checkpoints.read(container.Id) };

@@ -38,7 +38,9 @@ export async function sandboxStatusOf(deps: ServiceDeps, rec: SandboxRecord): Pr
     metadata: recordMetadata(rec),
     state: ready ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY',
     created_at: sandboxCreatedAt(rec),
-    network: net ? { ip: net.ips[0] ?? '', additional_ips: net.ips.slice(1).map((ip) => ({ ip })) } : { ip: '', additional_ips: [] },
+    network: net
+      ? { ip: net.ips[0] ?? '', additional_ips: net.ips.slice(1).map((ip) => ({ ip })) }
+      : { ip: '', additional_ips: [] },
     linux: { namespaces: { options: namespaceOptions(rec) } },
     labels: split.labels,
     annotations: split.annotations,

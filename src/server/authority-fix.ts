@@ -58,7 +58,14 @@ export class AuthorityRewriter {
   private prefaceDone = false;
   private readonly decoder = hpack.decompressor.create({ table: { size: TABLE_SIZE } });
   private readonly encoder = hpack.compressor.create({ table: { size: TABLE_SIZE } });
-  private pending?: { streamId: number; flags: number; priority?: Buffer; block: Buffer[]; size: number; raw: Buffer[] };
+  private pending?: {
+    streamId: number;
+    flags: number;
+    priority?: Buffer;
+    block: Buffer[];
+    size: number;
+    raw: Buffer[];
+  };
   /** Undecided until the first header block ends; then every byte is passed on as is, or every block rewritten. */
   private mode: 'undecided' | 'passthrough' | 'rewrite' = 'undecided';
 
@@ -95,7 +102,8 @@ export class AuthorityRewriter {
       const head = this.peek(FRAME_HEADER);
       const length = head.readUIntBE(0, 3);
       // we never advertise a larger SETTINGS_MAX_FRAME_SIZE, so a larger frame is a protocol error
-      if (length > MAX_FRAME) throw new HeaderBlockError(`frame of ${length} bytes exceeds the maximum frame size ${MAX_FRAME}`);
+      if (length > MAX_FRAME)
+        throw new HeaderBlockError(`frame of ${length} bytes exceeds the maximum frame size ${MAX_FRAME}`);
       if (this.queued < FRAME_HEADER + length) break;
       const type = head[3];
       const flags = head[4];
@@ -112,11 +120,19 @@ export class AuthorityRewriter {
           priority = payload.subarray(0, 5);
           payload = payload.subarray(5);
         }
-        this.pending = { streamId, flags, priority, block: [Buffer.from(payload)], size: payload.length, raw: this.mode === 'undecided' ? [Buffer.from(raw)] : [] };
+        this.pending = {
+          streamId,
+          flags,
+          priority,
+          block: [Buffer.from(payload)],
+          size: payload.length,
+          raw: this.mode === 'undecided' ? [Buffer.from(raw)] : [],
+        };
         if (flags & END_HEADERS) out.push(this.flush());
       } else if (type === CONTINUATION && this.pending) {
         this.pending.size += payload.length;
-        if (this.pending.size > MAX_HEADER_BLOCK) throw new HeaderBlockError(`header block exceeds ${MAX_HEADER_BLOCK} bytes`);
+        if (this.pending.size > MAX_HEADER_BLOCK)
+          throw new HeaderBlockError(`header block exceeds ${MAX_HEADER_BLOCK} bytes`);
         this.pending.block.push(Buffer.from(payload));
         if (this.mode === 'undecided') this.pending.raw.push(Buffer.from(raw));
         if (flags & END_HEADERS) out.push(this.flush());

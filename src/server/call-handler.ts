@@ -13,7 +13,8 @@ export interface HandlerOptions {
 }
 
 /** RPCs that only read state: logged at debug, since the kubelet polls them constantly. */
-const READ_ONLY = /^(Version|Status|List|Stream|.*Status$|.*Stats$|ImageFsInfo|RuntimeConfig|GetContainerEvents|ListMetricDescriptors)/;
+const READ_ONLY =
+  /^(Version|Status|List|Stream|.*Status$|.*Stats$|ImageFsInfo|RuntimeConfig|GetContainerEvents|ListMetricDescriptors)/;
 
 /** Longest id or reference copied from a request into the log (requests can carry anything). */
 const MAX_LOGGED_FIELD = 128;
@@ -50,7 +51,10 @@ function makeContext(
   const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
   if (Number.isFinite(ms)) {
     // setTimeout cannot wait longer than 2^31-1 ms
-    timer = setTimeout(() => ac.abort(deadlineExceeded(`${method} deadline exceeded`)), Math.min(Math.max(ms, 0), 2 ** 31 - 1));
+    timer = setTimeout(
+      () => ac.abort(deadlineExceeded(`${method} deadline exceeded`)),
+      Math.min(Math.max(ms, 0), 2 ** 31 - 1),
+    );
   }
   // made on first use: most calls (every List the kubelet polls) never log anything of their own
   let log: Logger | undefined;

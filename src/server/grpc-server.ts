@@ -48,7 +48,10 @@ export function createGrpcServer(opts: CriServerOptions): grpc.Server {
   });
   const runtime = withCachedListEncoding(proto.runtime.v1.RuntimeService.service);
   server.addService(runtime, buildService(runtime, opts.runtime, opts));
-  server.addService(proto.runtime.v1.ImageService.service, buildService(proto.runtime.v1.ImageService.service, opts.image, opts));
+  server.addService(
+    proto.runtime.v1.ImageService.service,
+    buildService(proto.runtime.v1.ImageService.service, opts.image, opts),
+  );
   return server;
 }
 
@@ -93,7 +96,9 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
     else listener.listen(socketPath, () => resolve());
   });
   if (!activated) fs.chmodSync(socketPath, 0o660);
-  opts.logger.info(activated ? 'CRI server listening on the socket-activated fd' : 'CRI server listening', { socket: socketPath });
+  opts.logger.info(activated ? 'CRI server listening on the socket-activated fd' : 'CRI server listening', {
+    socket: socketPath,
+  });
   return {
     socketPath,
     async shutdown(graceMs = 10_000) {

@@ -39,7 +39,11 @@ function entryBytes(raw: Uint8Array): Buffer {
 }
 
 /** A serializer for `{ [field]: item[] }` answers that encodes each item object once. */
-export function cachedListSerializer(itemType: protobuf.Type, field: string, fallback: (value: unknown) => Buffer): (value: unknown) => Buffer {
+export function cachedListSerializer(
+  itemType: protobuf.Type,
+  field: string,
+  fallback: (value: unknown) => Buffer,
+): (value: unknown) => Buffer {
   const encoded = new WeakMap<object, Buffer>();
   return (value) => {
     const res = value as Record<string, unknown> | null;
@@ -67,7 +71,10 @@ export function withCachedListEncoding(definition: grpc.ServiceDefinition): grpc
   for (const [method, { field, item }] of Object.entries(CACHED_LISTS)) {
     const def = definition[method];
     if (!def) continue;
-    out[method] = { ...def, responseSerialize: cachedListSerializer(criProtoRoot().lookupType(item), field, def.responseSerialize) };
+    out[method] = {
+      ...def,
+      responseSerialize: cachedListSerializer(criProtoRoot().lookupType(item), field, def.responseSerialize),
+    };
   }
   return out;
 }

@@ -25,15 +25,26 @@ export function dockerRoute(path: string): string {
   const p = path.replace(/^\/v[0-9.]+/, '').split('?')[0];
   // image names contain slashes: everything before the verb is the name
   const image = /^\/images\/(.+?)(\/(json|history|push|tag|get))?$/.exec(p);
-  if (image && !['json', 'create', 'prune', 'load', 'search'].includes(image[1])) return `/images/{id}${image[2] ?? ''}`;
+  if (image && !['json', 'create', 'prune', 'load', 'search'].includes(image[1]))
+    return `/images/{id}${image[2] ?? ''}`;
   return p.replace(/\/(containers|exec|networks|volumes)\/(?!(?:json|create|prune)$)[^/]+/, '/$1/{id}');
 }
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'crishim_process_' });
-  const rpcTotal = new Counter({ name: 'crishim_rpc_requests_total', help: 'CRI RPCs served, by method and gRPC code.', labelNames: ['method', 'code'], registers: [registry] });
-  const rpcErrors = new Counter({ name: 'crishim_rpc_errors_total', help: 'CRI RPCs that failed, by method and gRPC code.', labelNames: ['method', 'code'], registers: [registry] });
+  const rpcTotal = new Counter({
+    name: 'crishim_rpc_requests_total',
+    help: 'CRI RPCs served, by method and gRPC code.',
+    labelNames: ['method', 'code'],
+    registers: [registry],
+  });
+  const rpcErrors = new Counter({
+    name: 'crishim_rpc_errors_total',
+    help: 'CRI RPCs that failed, by method and gRPC code.',
+    labelNames: ['method', 'code'],
+    registers: [registry],
+  });
   const rpcSeconds = new Histogram({
     name: 'crishim_rpc_duration_seconds',
     help: 'CRI RPC latency.',
@@ -103,7 +114,8 @@ export function createMetrics(): Metrics {
 
 /** Times every CNI ADD/DEL of a plugin without the network code knowing about metrics. */
 export function instrumentNetwork(plugin: NetworkPlugin, metrics: Metrics): NetworkPlugin {
-  const timed = <A extends unknown[], R>(op: 'ADD' | 'DEL', fn: (...a: A) => Promise<R>) =>
+  const timed =
+    <A extends unknown[], R>(op: 'ADD' | 'DEL', fn: (...a: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       const t0 = process.hrtime.bigint();
       let ok = false;
@@ -130,7 +142,11 @@ export function instrumentNetwork(plugin: NetworkPlugin, metrics: Metrics): Netw
 }
 
 /** Serves GET /metrics on host:port; returns the bound port. */
-export async function startMetricsServer(bind: string, metrics: Metrics, logger: Logger): Promise<{ port: number; close(): Promise<void> }> {
+export async function startMetricsServer(
+  bind: string,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<{ port: number; close(): Promise<void> }> {
   const m = /^(.*):(\d+)$/.exec(bind);
   if (!m) throw new Error(`--metrics-bind-address ${JSON.stringify(bind)}: expected host:port`);
   const server = http.createServer((req, res) => {

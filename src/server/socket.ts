@@ -15,7 +15,9 @@ export const SD_LISTEN_FDS_START = 3;
 export function activatedFd(env: NodeJS.ProcessEnv = process.env, pid = process.pid): number {
   const fds = Number(env.LISTEN_FDS ?? '0');
   if (env.LISTEN_PID !== String(pid) || !Number.isInteger(fds) || fds < 1) {
-    throw new Error('--container-runtime-endpoint fd:// needs socket activation (LISTEN_PID/LISTEN_FDS from systemd), but none was passed');
+    throw new Error(
+      '--container-runtime-endpoint fd:// needs socket activation (LISTEN_PID/LISTEN_FDS from systemd), but none was passed',
+    );
   }
   return SD_LISTEN_FDS_START;
 }
@@ -54,7 +56,9 @@ export async function prepareSocket(socketPath: string, logger: Logger): Promise
     throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`);
   }
   if (await socketAnswers(socketPath)) {
-    throw new Error(`another process is already serving on ${socketPath}; stop it first or choose another --container-runtime-endpoint`);
+    throw new Error(
+      `another process is already serving on ${socketPath}; stop it first or choose another --container-runtime-endpoint`,
+    );
   }
   logger.warn('removing stale socket', { socket: socketPath });
   fs.unlinkSync(socketPath);

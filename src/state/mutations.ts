@@ -2,7 +2,13 @@ import type { CreateOptions, DockerEngine, NameConflictPolicy } from '../docker/
 import type * as Docker from '../docker/types';
 
 /** Calls after whose answer (success or failure) inspect of the container may say something else. */
-const CHANGING_CALLS = ['startContainer', 'stopContainer', 'killContainer', 'removeContainer', 'updateContainer'] as const;
+const CHANGING_CALLS = [
+  'startContainer',
+  'stopContainer',
+  'killContainer',
+  'removeContainer',
+  'updateContainer',
+] as const;
 
 /**
  * Tells `onChange` about every container crishim's own Docker calls create, change or
@@ -26,7 +32,10 @@ export function observeMutations(inner: DockerEngine, onChange: (ref: string) =>
 }
 
 /** A reclaimed leftover is removed inside the engine's create: report its removal too. */
-function withRemovalReport(policy: NameConflictPolicy | undefined, onChange: (ref: string) => void): NameConflictPolicy | undefined {
+function withRemovalReport(
+  policy: NameConflictPolicy | undefined,
+  onChange: (ref: string) => void,
+): NameConflictPolicy | undefined {
   if (policy?.kind !== 'reclaim') return policy;
   return {
     ...policy,

@@ -49,7 +49,20 @@ interface Entry {
 }
 
 /** Event actions after which inspect may answer differently (exec_*, attach, top, ... do not). */
-const CHANGING_EVENTS = new Set(['create', 'start', 'restart', 'die', 'destroy', 'pause', 'unpause', 'update', 'rename', 'oom', 'kill', 'stop']);
+const CHANGING_EVENTS = new Set([
+  'create',
+  'start',
+  'restart',
+  'die',
+  'destroy',
+  'pause',
+  'unpause',
+  'update',
+  'rename',
+  'oom',
+  'kill',
+  'stop',
+]);
 const isOurs = (info: ContainerInfo): boolean => info.Config?.Labels?.[TYPE_LABEL] !== undefined;
 const FULL_ID = /^[0-9a-f]{64}$/;
 
@@ -199,7 +212,9 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
         subscribed = true;
         // what changed while no event could reach us is only in a full list; after a reconnect
         // dockerd may have restarted, so every container is inspected again
-        void resync(reconnect).catch((err: unknown) => logger.warn('state: resync failed', { error: (err as Error).message }));
+        void resync(reconnect).catch((err: unknown) =>
+          logger.warn('state: resync failed', { error: (err as Error).message }),
+        );
       },
       onDisconnect: () => {
         subscribed = false;
@@ -210,7 +225,9 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   }
   if (opts.resyncMs !== 0) {
     timer = setInterval(() => {
-      void resync(false).catch((err: unknown) => logger.debug('state: periodic resync failed', { error: (err as Error).message }));
+      void resync(false).catch((err: unknown) =>
+        logger.debug('state: periodic resync failed', { error: (err as Error).message }),
+      );
     }, opts.resyncMs ?? 60_000);
     timer.unref();
   }

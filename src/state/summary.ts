@@ -2,7 +2,10 @@ import type * as Docker from '../docker/types';
 import type { ContainerInfo } from './store';
 
 /** The fields of Docker's list answer (GET /containers/json) that List RPCs read. */
-export type ListedContainer = Pick<Docker.ContainerInfo, 'Id' | 'Names' | 'Image' | 'ImageID' | 'Labels' | 'State' | 'Created'>;
+export type ListedContainer = Pick<
+  Docker.ContainerInfo,
+  'Id' | 'Names' | 'Image' | 'ImageID' | 'Labels' | 'State' | 'Created'
+>;
 
 const summaries = new WeakMap<ContainerInfo, ListedContainer>();
 

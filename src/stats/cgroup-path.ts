@@ -53,7 +53,13 @@ function v1Mount(root: string, controller: string): Promise<string> {
       for (const candidate of [controller, 'cpu,cpuacct', 'cpuacct,cpu']) {
         if (!candidate.split(',').includes(controller)) continue;
         const dir = path.join(root, candidate);
-        if (await fsp.stat(dir).then(() => true, () => false)) return dir;
+        if (
+          await fsp.stat(dir).then(
+            () => true,
+            () => false,
+          )
+        )
+          return dir;
       }
       return path.join(root, controller);
     })();
@@ -80,7 +86,10 @@ export async function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT):
 }
 
 /** Reads /proc/<pid>/cgroup; undefined when the process is gone. */
-export async function readProcCgroup(pid: number, proc = '/proc'): Promise<{ text: string; paths: CgroupPaths } | undefined> {
+export async function readProcCgroup(
+  pid: number,
+  proc = '/proc',
+): Promise<{ text: string; paths: CgroupPaths } | undefined> {
   const text = readTextSync(path.join(proc, String(pid), 'cgroup'));
   return text === undefined ? undefined : { text, paths: parseProcCgroup(text) };
 }

@@ -51,7 +51,11 @@ export interface CollectorOptions {
  * within a stats round (recent.ts), the second look at new containers (settle.ts),
  * pod totals (pod-usage.ts); and it forgets what belongs to containers that are gone.
  */
-export function createStatsCollector(docker: DockerEngine, logger: Logger = log(), opts: CollectorOptions = {}): StatsCollector {
+export function createStatsCollector(
+  docker: DockerEngine,
+  logger: Logger = log(),
+  opts: CollectorOptions = {},
+): StatsCollector {
   const proc = opts.procRoot ?? '/proc';
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;
@@ -97,7 +101,9 @@ export function createStatsCollector(docker: DockerEngine, logger: Logger = log(
     const firstSight = list.map((p) => p.sandbox.running && !src.rates.has(`pod:${p.sandbox.id}`));
     const out = await mapLimit(list, concurrency, (p, i) => readPodUsage(podSources, p.sandbox, pauses[i], p.members));
     // a pod cgroup read for the first time has no CPU rate yet: one more look, as for containers
-    const again = list.map((_, i) => i).filter((i) => firstSight[i] && out[i].source === 'pod-cgroup' && out[i].nanoCores === undefined);
+    const again = list
+      .map((_, i) => i)
+      .filter((i) => firstSight[i] && out[i].source === 'pod-cgroup' && out[i].nanoCores === undefined);
     if (again.length > 0 && settleMs > 0) {
       await sleep(settleMs, signal);
       await mapLimit(again, concurrency, async (i) => {
@@ -107,7 +113,10 @@ export function createStatsCollector(docker: DockerEngine, logger: Logger = log(
     list.forEach(({ sandbox }, i) => {
       if (!sandbox.running || sources.get(sandbox.id) === out[i].source) return;
       // once per pod and change: which way its totals are made explains its numbers
-      logger.debug(`stats: pod totals from ${out[i].source === 'pod-cgroup' ? 'the pod cgroup' : 'the sum of its containers'}`, { podSandboxId: sandbox.id });
+      logger.debug(
+        `stats: pod totals from ${out[i].source === 'pod-cgroup' ? 'the pod cgroup' : 'the sum of its containers'}`,
+        { podSandboxId: sandbox.id },
+      );
       sources.set(sandbox.id, out[i].source);
     });
     return out;

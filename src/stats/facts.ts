@@ -34,7 +34,12 @@ export interface FactsCache {
   forget(keep: (id: string) => boolean): void;
 }
 
-export function createFactsCache(docker: DockerEngine, logger: Logger, proc = '/proc', view?: CurrentInspects): FactsCache {
+export function createFactsCache(
+  docker: DockerEngine,
+  logger: Logger,
+  proc = '/proc',
+  view?: CurrentInspects,
+): FactsCache {
   if (view) return createViewFacts(view, logger, proc);
   const cache = new Map<string, ContainerFacts>();
   const inFlight = new Map<string, Promise<ContainerFacts | undefined>>();
@@ -87,12 +92,17 @@ export function createFactsCache(docker: DockerEngine, logger: Logger, proc = '/
       return learnOnce(id);
     },
     forget(keep) {
-      for (const m of [cache, gone] as Array<Map<string, unknown>>) for (const k of [...m.keys()]) if (!keep(k)) m.delete(k);
+      for (const m of [cache, gone] as Array<Map<string, unknown>>)
+        for (const k of [...m.keys()]) if (!keep(k)) m.delete(k);
     },
   };
 }
 
-function factsOf(info: Docker.ContainerInspectInfo, pid: number, read: { text: string; paths: CgroupPaths } | undefined): ContainerFacts {
+function factsOf(
+  info: Docker.ContainerInspectInfo,
+  pid: number,
+  read: { text: string; paths: CgroupPaths } | undefined,
+): ContainerFacts {
   return {
     pid: read ? pid : 0,
     cgroupText: read?.text,

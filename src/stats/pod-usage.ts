@@ -35,7 +35,11 @@ export function sumUsage(all: readonly CgroupUsage[]): CgroupUsage {
  * parent (/docker, system.slice) is shared by all containers, so there the
  * pod is the sum of its containers.
  */
-export async function findPodCgroup(pause: Sample, members: readonly Sample[], root: string): Promise<CgroupPaths | undefined> {
+export async function findPodCgroup(
+  pause: Sample,
+  members: readonly Sample[],
+  root: string,
+): Promise<CgroupPaths | undefined> {
   const pf = pause.facts;
   if (!pf?.cgroup || !pf.cgroupParent) return undefined;
   const parent = parentCgroup(pf.cgroup);
@@ -61,19 +65,27 @@ export interface PodSources {
  * cgroup when it has one, else their sum; the network from the pause process's
  * netns, read once per pod.
  */
-export async function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, members: readonly Sample[]): Promise<PodSample> {
+export async function readPodUsage(
+  src: PodSources,
+  sandbox: Target,
+  pause: Sample,
+  members: readonly Sample[],
+): Promise<PodSample> {
   const running = members.filter((m) => m.facts?.cgroup);
   const cg = sandbox.running ? await findPodCgroup(pause, running, src.cgroupRoot) : undefined;
   const timestamp = wallNanos();
   const pf = pause.facts;
-  const network = sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? await readNetDev(pf.pid, src.procRoot) : undefined;
+  const network =
+    sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? await readNetDev(pf.pid, src.procRoot) : undefined;
   const all = [pause, ...members];
   const summed = sumUsage(all.map((s) => s.usage));
   if (cg) {
     // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
     const usage = { ...(await readCgroupUsage(cg, src.cgroupRoot)), pids: summed.pids };
     const nanoCores =
-      usage.cpuUsageNanos !== undefined ? src.rates.observe(`pod:${sandbox.id}`, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
+      usage.cpuUsageNanos !== undefined
+        ? src.rates.observe(`pod:${sandbox.id}`, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })
+        : undefined;
     return { timestamp, usage, nanoCores, source: 'pod-cgroup', network };
   }
   let nanoCores: number | undefined;

@@ -24,12 +24,15 @@ export async function readSample(src: SampleSources, t: Target, kind: TargetKind
   const timestamp = wallNanos();
   const usage = f?.cgroup ? await readCgroupUsage(f.cgroup, src.cgroupRoot) : {};
   const nanoCores =
-    usage.cpuUsageNanos !== undefined ? src.rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos }) : undefined;
+    usage.cpuUsageNanos !== undefined
+      ? src.rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })
+      : undefined;
   let writable: Sample['writable'];
   // a pause container writes nothing worth a walk
   if (kind === 'container' && f?.upperDir) {
     const layer = src.layers.latest(t.id, f.upperDir);
-    if (layer?.truncated) src.logger.debug('stats: writable layer walk hit its bound', { containerId: t.id, inodes: layer.inodes });
+    if (layer?.truncated)
+      src.logger.debug('stats: writable layer walk hit its bound', { containerId: t.id, inodes: layer.inodes });
     if (layer) writable = { bytes: layer.bytes, inodes: layer.inodes };
   }
   return { id: t.id, timestamp, usage, nanoCores, writable, facts: f };

@@ -39,6 +39,8 @@ export async function readSettled(targets: readonly Target[], o: SettleOptions):
   const again = out.filter((s) => firstSight.has(s.id) && s.usage.cpuUsageNanos !== undefined);
   if (again.length === 0) return out;
   await sleep(o.settleMs, o.signal);
-  const redo = new Map((await mapLimit(again, o.concurrency, (s) => o.reread({ id: s.id, running: true }))).map((s) => [s.id, s]));
+  const redo = new Map(
+    (await mapLimit(again, o.concurrency, (s) => o.reread({ id: s.id, running: true }))).map((s) => [s.id, s]),
+  );
   return out.map((s) => redo.get(s.id) ?? s);
 }

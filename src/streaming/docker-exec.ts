@@ -19,7 +19,12 @@ export interface RunningExec {
 }
 
 /** Creates and starts a Docker exec with a hijacked connection. */
-export async function startExec(docker: DockerEngine, containerId: string, o: ExecOptions, signal?: AbortSignal): Promise<RunningExec> {
+export async function startExec(
+  docker: DockerEngine,
+  containerId: string,
+  o: ExecOptions,
+  signal?: AbortSignal,
+): Promise<RunningExec> {
   const execId = await docker.createExec(containerId, { ...o, ...(signal ? { signal } : {}) });
   const stream = await docker.startExec(execId, { stdin: o.stdin, tty: o.tty });
   return { execId, stream };

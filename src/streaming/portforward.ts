@@ -21,7 +21,13 @@ interface Pair {
  * stream per connection (same `requestID` and `port` headers); each pair
  * becomes one TCP connection to the pod port, half-closes passed through.
  */
-export function spdyPortForward(up: SpdyUpgrade, dialer: PodDialer, podSandboxId: string, log: Logger, pairTimeoutMs = 30_000): void {
+export function spdyPortForward(
+  up: SpdyUpgrade,
+  dialer: PodDialer,
+  podSandboxId: string,
+  log: Logger,
+  pairTimeoutMs = 30_000,
+): void {
   const pairs = new Map<string, Pair>();
   const sockets = new Set<Socket>();
   up.socket.once('close', () => {
@@ -68,7 +74,12 @@ export function spdyPortForward(up: SpdyUpgrade, dialer: PodDialer, podSandboxId
     void forwardPair(pair.data, pair.error, header(stream.headers, 'port'), requestID);
   });
 
-  async function forwardPair(data: SpdyStream, error: SpdyStream, portHeader: string | undefined, requestID: string): Promise<void> {
+  async function forwardPair(
+    data: SpdyStream,
+    error: SpdyStream,
+    portHeader: string | undefined,
+    requestID: string,
+  ): Promise<void> {
     error.resume(); // the client sends nothing here; reading lets the stream close
     const port = parsePort(portHeader);
     const fail = (msg: string): void => {
@@ -104,7 +115,13 @@ export function spdyPortForward(up: SpdyUpgrade, dialer: PodDialer, podSandboxId
  * connect time; port i uses channel 2i for data and 2i+1 for errors, and the
  * first frame on each is the port, 2 bytes little-endian.
  */
-export function wsPortForward(ws: WebSocket, ports: number[], dialer: PodDialer, podSandboxId: string, log: Logger): void {
+export function wsPortForward(
+  ws: WebSocket,
+  ports: number[],
+  dialer: PodDialer,
+  podSandboxId: string,
+  log: Logger,
+): void {
   const chans = wsChannels(ws);
   const sockets: (Socket | undefined)[] = ports.map(() => undefined);
   const pendingData: Buffer[][] = ports.map(() => []);
@@ -135,7 +152,10 @@ export function wsPortForward(ws: WebSocket, ports: number[], dialer: PodDialer,
         sock = await dialer.dial(port);
       } catch (err) {
         log.info('port-forward connect failed', { podSandboxId, port, error: errMessage(err) });
-        await chans.send(2 * i + 1, Buffer.from(`error forwarding port ${port} to pod ${podSandboxId}: ${errMessage(err)}`));
+        await chans.send(
+          2 * i + 1,
+          Buffer.from(`error forwarding port ${port} to pod ${podSandboxId}: ${errMessage(err)}`),
+        );
         connDone();
         return;
       }
@@ -148,7 +168,8 @@ export function wsPortForward(ws: WebSocket, ports: number[], dialer: PodDialer,
       sock.on('error', () => undefined);
       sock.once('close', connDone);
       for await (const chunk of sock) await chans.send(2 * i, chunk as Buffer);
-    })().catch((err) => log.debug('port-forward websocket connection ended', { podSandboxId, port, error: errMessage(err) }));
+    })().catch((err) =>
+      log.debug('port-forward websocket connection ended', { podSandboxId, port, error: errMessage(err) }),
+    );
   });
 }
-

@@ -3,7 +3,12 @@
  * and WebSocket transports (k8s.io/apimachinery/pkg/util/remotecommand).
  */
 
-export const SPDY_REMOTECOMMAND_PROTOCOLS = ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'] as const;
+export const SPDY_REMOTECOMMAND_PROTOCOLS = [
+  'v4.channel.k8s.io',
+  'v3.channel.k8s.io',
+  'v2.channel.k8s.io',
+  'channel.k8s.io',
+] as const;
 export const SPDY_PORTFORWARD_PROTOCOLS = ['portforward.k8s.io'] as const;
 export const WS_REMOTECOMMAND_PROTOCOLS = [
   'v5.channel.k8s.io',
@@ -12,7 +17,11 @@ export const WS_REMOTECOMMAND_PROTOCOLS = [
   'channel.k8s.io',
   'base64.channel.k8s.io',
 ] as const;
-export const WS_PORTFORWARD_PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'portforward.k8s.io'] as const;
+export const WS_PORTFORWARD_PROTOCOLS = [
+  'v4.channel.k8s.io',
+  'v4.base64.channel.k8s.io',
+  'portforward.k8s.io',
+] as const;
 
 export const STREAM_PROTOCOL_HEADER = 'x-stream-protocol-version';
 export const ACCEPTED_PROTOCOLS_HEADER = 'X-Accepted-Stream-Protocol-Versions';
@@ -38,7 +47,9 @@ export interface MetaStatus {
 export function outcomeStatus(o: SessionOutcome): MetaStatus {
   if (o.kind === 'exit' && o.exitCode === 0) return { metadata: {}, status: 'Success' };
   if (o.kind === 'exit') {
-    const what = o.cmd ? `error executing command ${JSON.stringify(o.cmd)}, exit code ${o.exitCode}` : `exit code ${o.exitCode}`;
+    const what = o.cmd
+      ? `error executing command ${JSON.stringify(o.cmd)}, exit code ${o.exitCode}`
+      : `exit code ${o.exitCode}`;
     return {
       metadata: {},
       status: 'Failure',
@@ -47,7 +58,14 @@ export function outcomeStatus(o: SessionOutcome): MetaStatus {
       details: { causes: [{ reason: 'ExitCode', message: String(o.exitCode) }] },
     };
   }
-  return { metadata: {}, status: 'Failure', message: o.message, reason: 'InternalError', details: { causes: [{ message: o.message }] }, code: 500 };
+  return {
+    metadata: {},
+    status: 'Failure',
+    message: o.message,
+    reason: 'InternalError',
+    details: { causes: [{ message: o.message }] },
+    code: 500,
+  };
 }
 
 /**
@@ -107,7 +125,14 @@ export function createResizeDecoder(onSize: (s: TerminalSize) => void): (chunk: 
         const v = JSON.parse(text) as { Width?: unknown; Height?: unknown };
         const width = Number(v.Width);
         const height = Number(v.Height);
-        if (Number.isInteger(width) && Number.isInteger(height) && width > 0 && height > 0 && width < 65536 && height < 65536) {
+        if (
+          Number.isInteger(width) &&
+          Number.isInteger(height) &&
+          width > 0 &&
+          height > 0 &&
+          width < 65536 &&
+          height < 65536
+        ) {
           onSize({ width, height });
         }
       } catch {

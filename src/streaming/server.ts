@@ -49,7 +49,9 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
     (stack ??= import('./session-stack').then((m) => m.createSessionStack(opts.docker, log)));
   const server = http.createServer((_req, res) => {
     // plain requests are never served: a token is only redeemed by an upgrade
-    res.writeHead(400, { 'Content-Type': 'text/plain' }).end('streaming endpoints need an SPDY/3.1 or WebSocket upgrade\n');
+    res
+      .writeHead(400, { 'Content-Type': 'text/plain' })
+      .end('streaming endpoints need an SPDY/3.1 or WebSocket upgrade\n');
   });
   const sockets = new OpenSockets(server);
 
@@ -64,9 +66,9 @@ export async function startStreamingServer(opts: StreamingServerOptions): Promis
     void sessions()
       .then((st) => st.dispatch.serve(sr, route.url, { req, socket, head, transport: route.transport }))
       .catch((err: unknown) => {
-      log.warn('streaming session failed', { kind: sr.kind, error: errMessage(err), ...sessionIds(sr) });
-      socket.destroy();
-    });
+        log.warn('streaming session failed', { kind: sr.kind, error: errMessage(err), ...sessionIds(sr) });
+        socket.destroy();
+      });
   });
 
   const port = await listen(server, opts.port, opts.bindAddress);

@@ -97,7 +97,11 @@ export async function runExecSession(
   } catch (err) {
     outcome = { kind: 'error', message: `cannot read exit code: ${errMessage(err)}` };
   }
-  log.info('exec session finished', { containerId, execId, ...(outcome.kind === 'exit' ? { exitCode: outcome.exitCode } : {}) });
+  log.info('exec session finished', {
+    containerId,
+    execId,
+    ...(outcome.kind === 'exit' ? { exitCode: outcome.exitCode } : {}),
+  });
   await streams.finish(outcome);
 }
 

@@ -57,10 +57,16 @@ export interface SpdyUpgrade {
  * X-Stream-Protocol-Version) and starts a server connection on the socket.
  * On a failed negotiation it writes the HTTP error itself and returns undefined.
  */
-export function acceptSpdy(req: IncomingMessage, socket: Duplex, head: Buffer, serverProtocols: readonly string[]): SpdyUpgrade | undefined {
+export function acceptSpdy(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  serverProtocols: readonly string[],
+): SpdyUpgrade | undefined {
   const offered = headerValues(req.headers[STREAM_PROTOCOL_HEADER]);
   // no header at all: a pre-versioning client, which speaks the oldest protocol
-  const protocol = offered.length === 0 ? serverProtocols[serverProtocols.length - 1] : negotiate(offered, serverProtocols);
+  const protocol =
+    offered.length === 0 ? serverProtocols[serverProtocols.length - 1] : negotiate(offered, serverProtocols);
   if (!protocol) {
     socket.end(
       `HTTP/1.1 403 Forbidden\r\n${ACCEPTED_PROTOCOLS_HEADER}: ${serverProtocols.join(', ')}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n` +

@@ -2,7 +2,13 @@ import type { IncomingMessage } from 'http';
 import type { Duplex } from 'stream';
 import { PassThrough, Writable } from 'stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createResizeDecoder, errorStreamPayload, resizeRelay, supportsResize, type SessionOutcome } from './remotecommand';
+import {
+  createResizeDecoder,
+  errorStreamPayload,
+  resizeRelay,
+  supportsResize,
+  type SessionOutcome,
+} from './remotecommand';
 import type { StreamSet } from './session';
 
 /** Channel ids of the remotecommand WebSocket protocols. */
@@ -56,7 +62,9 @@ export function wsChannels(ws: WebSocket): WsChannels {
     send(channel, data) {
       return new Promise((resolve) => {
         if (ws.readyState !== WebSocket.OPEN) return resolve();
-        const frame = base64 ? String.fromCharCode(48 + channel) + data.toString('base64') : Buffer.concat([Buffer.from([channel]), data]);
+        const frame = base64
+          ? String.fromCharCode(48 + channel) + data.toString('base64')
+          : Buffer.concat([Buffer.from([channel]), data]);
         // the callback fires once the frame is handed to the socket: that is our backpressure
         ws.send(frame, { binary: !base64 }, () => resolve());
       });

@@ -16,14 +16,27 @@ it('runs the kubelet load and the lifecycle against another CRI endpoint and tab
   execFileSync('npx', ['tsc', '-p', 'bench/tsconfig.json'], { cwd: REPO, stdio: 'pipe' });
   const out = execFileSync(
     process.execPath,
-    [path.join(REPO, 'bench', 'dist', 'bench', 'bench.js'), '--smoke', '--only=kubelet-load,lifecycle', `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`],
+    [
+      path.join(REPO, 'bench', 'dist', 'bench', 'bench.js'),
+      '--smoke',
+      '--only=kubelet-load,lifecycle',
+      `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`,
+    ],
     { cwd: REPO, encoding: 'utf8' },
   );
   process.stdout.write(out);
   const num = '[\\d.]+';
   // a row of its own with every figure measured, no failed call, and crishim's ratios to it
-  expect(out).toMatch(new RegExp(`\\| other-crishim +\\| ${num} % +\\| ${num} % +\\| ${num} % +\\| ${num} MiB +\\| ${num} ms / ${num} ms +\\| ${num} ms / ${num} ms +\\| 0 +\\|`));
-  expect(out).toMatch(new RegExp(`\\| crishim / other-crishim +\\| (${num}|-) +\\| (${num}|-) +\\| (${num}|-) +\\| ${num} +\\| ${num} +\\| ${num} +\\|`));
+  expect(out).toMatch(
+    new RegExp(
+      `\\| other-crishim +\\| ${num} % +\\| ${num} % +\\| ${num} % +\\| ${num} MiB +\\| ${num} ms / ${num} ms +\\| ${num} ms / ${num} ms +\\| 0 +\\|`,
+    ),
+  );
+  expect(out).toMatch(
+    new RegExp(
+      `\\| crishim / other-crishim +\\| (${num}|-) +\\| (${num}|-) +\\| (${num}|-) +\\| ${num} +\\| ${num} +\\| ${num} +\\|`,
+    ),
+  );
   // both crishims answer every stats call: nothing left out of the other's round
   expect(out).not.toMatch(/stats round without/);
   expect(out).toMatch(new RegExp(`\\| StopPodSandbox +\\| ${num} ms +\\| ${num} ms +\\| ${num} +\\|`));

@@ -7,7 +7,10 @@ const REPO = path.resolve(__dirname, '..', '..');
 
 it('the benchmark runs end to end in smoke mode and reports every section', () => {
   execFileSync('npx', ['tsc', '-p', 'bench/tsconfig.json'], { cwd: REPO, stdio: 'pipe' });
-  const out = execFileSync(process.execPath, [path.join(REPO, 'bench', 'dist', 'bench', 'bench.js'), '--smoke'], { cwd: REPO, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [path.join(REPO, 'bench', 'dist', 'bench', 'bench.js'), '--smoke'], {
+    cwd: REPO,
+    encoding: 'utf8',
+  });
   process.stdout.write(out);
   expect(out).toMatch(/RunPodSandbox p50, host network vs raw create\+start +\| +[\d.]+ ms +\| +[\d.]+ ms +\| +[\d.]+/);
   expect(out).toMatch(/concurrent pods .* 0 failures, 0 leaks/);
@@ -16,23 +19,40 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   expect(out).toMatch(/ListPodSandbox at 5 pods \(docker calls per RPC: 0; first call: \d+\)/);
   expect(out).toMatch(/ListContainers at 5 pods \(docker calls per RPC: 0; first call: \d+\)/);
   expect(out).toMatch(/ListContainerStats at 5 pods \(docker calls per RPC: 0; first call: \d+\)/);
-  expect(out).toMatch(/kubelet load, 3 pods, 5 s: runtime CPU % \(\+ dockerd CPU %\) +\| [\d.]+ % \(\+ [\d.]+ %\) +\| - \(\+ [\d.]+ %\)/);
-  expect(out).toMatch(/kubelet load, 3 pods, 5 s: relist p50 \/ p99 +\| [\d.]+ ms \/ [\d.]+ ms +\| [\d.]+ ms \/ [\d.]+ ms/);
+  expect(out).toMatch(
+    /kubelet load, 3 pods, 5 s: runtime CPU % \(\+ dockerd CPU %\) +\| [\d.]+ % \(\+ [\d.]+ %\) +\| - \(\+ [\d.]+ %\)/,
+  );
+  expect(out).toMatch(
+    /kubelet load, 3 pods, 5 s: relist p50 \/ p99 +\| [\d.]+ ms \/ [\d.]+ ms +\| [\d.]+ ms \/ [\d.]+ ms/,
+  );
   expect(out).toMatch(/kubelet load, 3 pods, 5 s: stats round p50 \/ p99 \(3 calls\) +\| [\d.]+ ms \/ [\d.]+ ms/);
   expect(out).toMatch(/kubelet load, 3 pods, 5 s: runtime RSS after the load +\| [\d.]+ MiB/);
   // relists and status calls cost no Docker call (a raw relist is two), and no call fails
-  const load = /kubelet load, 3 pods, 5 s: docker calls by crishim during the load \((\d+) relists\) +\| (\d+) +\| - +\| 0 errors/.exec(out);
+  const load =
+    /kubelet load, 3 pods, 5 s: docker calls by crishim during the load \((\d+) relists\) +\| (\d+) +\| - +\| 0 errors/.exec(
+      out,
+    );
   expect(load).not.toBeNull();
   expect(Number(load?.[2])).toBeLessThan(Number(load?.[1]));
   // the lifecycle section: every call of a pod's life timed on its own
-  for (const call of ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'ListPodSandbox', 'StopContainer', 'StopPodSandbox', 'RemovePodSandbox']) {
+  for (const call of [
+    'RunPodSandbox',
+    'CreateContainer',
+    'StartContainer',
+    'ListPodSandbox',
+    'StopContainer',
+    'StopPodSandbox',
+    'RemovePodSandbox',
+  ]) {
     expect(out).toMatch(new RegExp(`pod lifecycle, 3 pods one call at a time[^]*\\| ${call} +\\| [\\d.]+ ms +\\|`));
   }
   // logs: every line exactly once, with and without a kill -9, and the same-run Docker figures
   expect(out).toMatch(/logs: 20,000-line burst .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
   expect(out).toMatch(/logs: copy throughput vs Docker .*\| [\d.]+ MB\/s +\| [\d.]+ MB\/s +\| [\d.]+/);
   expect(out).toMatch(/logs: CPU seconds per MB .*\| [\d.]+ s\/MB +\| [\d.]+ s\/MB +\|/);
-  expect(out).toMatch(/logs: 10,000-line burst, crishim killed -9 .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);
+  expect(out).toMatch(
+    /logs: 10,000-line burst, crishim killed -9 .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/,
+  );
   expect(out).toMatch(/logs: 4 chatty containers .*\| all exactly once, spread [\d.]+ s/);
   expect(out).toMatch(/daemon RSS idle \/ after 20 create\+remove cycles \(quarters: [\d., ]+ MiB\)/);
 });

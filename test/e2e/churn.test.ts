@@ -36,7 +36,11 @@ describe('churn with a Docker Engine restart in the middle', () => {
   let dockerd: PrivateDockerd | undefined;
   let h: Crishim | undefined;
   beforeAll(async () => {
-    dockerd = await startPrivateDockerd({ bridge: 'crishim-ch2', images: ['registry.k8s.io/pause:3.10', BUSYBOX], from: docker });
+    dockerd = await startPrivateDockerd({
+      bridge: 'crishim-ch2',
+      images: ['registry.k8s.io/pause:3.10', BUSYBOX],
+      from: docker,
+    });
     h = await startCrishim({ subnetIndex: 221, args: ['--docker-endpoint', dockerd.socketEndpoint] });
   });
   afterAll(async () => {
@@ -46,7 +50,12 @@ describe('churn with a Docker Engine restart in the middle', () => {
 
   it('List, Status and events stay right through the restart and after it', async () => {
     const d = dockerd as PrivateDockerd;
-    const session = await openChurn({ runtime: (h as Crishim).runtime, docker: d.api, image: BUSYBOX, restartDocker: () => d.restart() });
+    const session = await openChurn({
+      runtime: (h as Crishim).runtime,
+      docker: d.api,
+      image: BUSYBOX,
+      restartDocker: () => d.restart(),
+    });
     try {
       const r = await session.run();
       expect(describeRun(1, r)).toBe(describeRun(1, { ...r, ok: true, problems: [] }));

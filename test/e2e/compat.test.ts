@@ -37,7 +37,7 @@ async function cniAdd(id: string, pid: number, name: string, ns: string, uid: st
     });
     prev = JSON.parse(out);
   }
-  return ((prev as { ips: Array<{ address: string }> }).ips[0].address).split('/')[0];
+  return (prev as { ips: Array<{ address: string }> }).ips[0].address.split('/')[0];
 }
 
 it('adopts a cri-dockerd pod: lists it, stops it (releasing its IP) and removes it', async () => {
@@ -79,14 +79,23 @@ it('adopts a cri-dockerd pod: lists it, stops it (releasing its IP) and removes 
   // cri-dockerd's checkpoint: bare id file name, integer checksum
   await fsp.writeFile(
     path.join(h.rootDir, 'sandbox', pause.id),
-    JSON.stringify({ version: 'v1', name, namespace: ns, data: { port_mappings: null, host_network: false }, checksum: 1234567 }),
+    JSON.stringify({
+      version: 'v1',
+      name,
+      namespace: ns,
+      data: { port_mappings: null, host_network: false },
+      checksum: 1234567,
+    }),
   );
 
   const listed = (await call(h.runtime, 'ListPodSandbox', { filter: { id: pause.id } })).items ?? [];
-  expect(listed.map((s) => [s.state, s.metadata?.name, s.metadata?.namespace, s.metadata?.uid])).toEqual([['SANDBOX_READY', name, ns, uid]]);
+  expect(listed.map((s) => [s.state, s.metadata?.name, s.metadata?.namespace, s.metadata?.uid])).toEqual([
+    ['SANDBOX_READY', name, ns, uid],
+  ]);
   expect(listed[0].labels).toMatchObject({ app: 'legacy' });
   expect(listed[0].annotations).toEqual({ 'kubernetes.io/config.source': 'api' });
-  const containers = (await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pause.id } })).containers ?? [];
+  const containers =
+    (await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pause.id } })).containers ?? [];
   expect(containers.map((c) => [c.id, c.metadata?.name, c.state])).toEqual([[app.id, 'app', 'CONTAINER_RUNNING']]);
   expect((await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: pause.id })).status?.state).toBe('SANDBOX_READY');
   expect(await reservedIps(h.cni.ipamDir)).toContain(ip);

@@ -1,6 +1,16 @@
 import { promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 /**
  * Conformance with containerd on a restricted host (this VM's bounding set lacks
@@ -28,14 +38,23 @@ afterAll(async () => {
   await teardown(h);
 });
 
-async function runPod(name: string, security: Record<string, unknown> = {}): Promise<{ id: string; config: Record<string, unknown> }> {
-  const config = podConfig(name, { linux: { security_context: { namespace_options: { network: 'NODE' }, ...security } } });
+async function runPod(
+  name: string,
+  security: Record<string, unknown> = {},
+): Promise<{ id: string; config: Record<string, unknown> }> {
+  const config = podConfig(name, {
+    linux: { security_context: { namespace_options: { network: 'NODE' }, ...security } },
+  });
   const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
   pods.push(id);
   return { id, config };
 }
 
-async function runContainer(pod: { id: string; config: Record<string, unknown> }, name: string, extra: Record<string, unknown>): Promise<string> {
+async function runContainer(
+  pod: { id: string; config: Record<string, unknown> },
+  name: string,
+  extra: Record<string, unknown>,
+): Promise<string> {
   const { container_id: id } = await call(h.runtime, 'CreateContainer', {
     pod_sandbox_id: pod.id,
     config: { metadata: { name, attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '600'], ...extra },
@@ -47,7 +66,10 @@ async function runContainer(pod: { id: string; config: Record<string, unknown> }
 
 async function exec(id: string, cmd: string): Promise<{ out: string; code: number }> {
   const r = await call(h.runtime, 'ExecSync', { container_id: id, cmd: ['sh', '-c', cmd], timeout: '30' });
-  return { out: Buffer.from(r.stdout ?? '').toString() + Buffer.from(r.stderr ?? '').toString(), code: r.exit_code ?? -1 };
+  return {
+    out: Buffer.from(r.stdout ?? '').toString() + Buffer.from(r.stderr ?? '').toString(),
+    code: r.exit_code ?? -1,
+  };
 }
 
 /** Effective capability numbers of the exec'd shell. */
@@ -77,7 +99,10 @@ describe('privileged containers', () => {
     const hostLoops = (await fsp.readdir('/dev')).filter((d) => /^loop[0-9]+$/.test(d)).sort();
     const seen = await exec(id, 'ls /dev');
     expect(seen.out.split(/\s+/)).toEqual(expect.arrayContaining(['kmsg', ...hostLoops]));
-    expect(await exec(id, 'head -c 0 /dev/kmsg && echo readable')).toMatchObject({ code: 0, out: expect.stringContaining('readable') });
+    expect(await exec(id, 'head -c 0 /dev/kmsg && echo readable')).toMatchObject({
+      code: 0,
+      out: expect.stringContaining('readable'),
+    });
 
     const caps = await capEff(id);
     expect(caps.has(CAP_SYS_ADMIN)).toBe(true);
@@ -87,7 +112,9 @@ describe('privileged containers', () => {
     expect(caps.has(CAP_SYS_RESOURCE)).toBe(bounding.has(CAP_SYS_RESOURCE));
 
     // no masked /proc paths and no seccomp filter
-    expect((await exec(id, 'grep -c . /proc/kcore >/dev/null 2>&1; grep Seccomp: /proc/self/status')).out).toMatch(/Seccomp:\s*0/);
+    expect((await exec(id, 'grep -c . /proc/kcore >/dev/null 2>&1; grep Seccomp: /proc/self/status')).out).toMatch(
+      /Seccomp:\s*0/,
+    );
     const inspect = await docker.getContainer(id).inspect();
     expect(inspect.HostConfig.MaskedPaths ?? []).toEqual([]);
 
@@ -110,13 +137,17 @@ describe('privileged containers', () => {
 
   it('grants ALL capabilities the host has, minus the dropped ones', async () => {
     const pod = await runPod('allcaps');
-    const id = await runContainer(pod, 'all', { linux: { security_context: { capabilities: { add_capabilities: ['ALL'], drop_capabilities: ['NET_RAW'] } } } });
+    const id = await runContainer(pod, 'all', {
+      linux: { security_context: { capabilities: { add_capabilities: ['ALL'], drop_capabilities: ['NET_RAW'] } } },
+    });
     const caps = await capEff(id);
     expect(caps.has(CAP_SYS_ADMIN)).toBe(true);
     expect(caps.has(CAP_NET_RAW)).toBe(false);
     // Docker's default set has neither SYS_ADMIN nor NET_ADMIN
     expect(caps.has(CAP_NET_ADMIN)).toBe(true);
-    const none = await runContainer(pod, 'none', { linux: { security_context: { capabilities: { add_capabilities: ['ALL', 'CHOWN'], drop_capabilities: ['ALL'] } } } });
+    const none = await runContainer(pod, 'none', {
+      linux: { security_context: { capabilities: { add_capabilities: ['ALL', 'CHOWN'], drop_capabilities: ['ALL'] } } },
+    });
     expect([...(await capEff(none))]).toEqual([0]);
   });
 });
@@ -143,31 +174,100 @@ describe('fields Docker cannot honour', () => {
 
   const dir = '/tmp';
   it.each([
-    ['recursive read-only mounts', { mounts: [{ container_path: '/ro', host_path: dir, readonly: true, recursive_read_only: true }] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.recursive_read_only: this Docker \(API 1\.4[0-3]\)/],
-    ['image volumes', { mounts: [{ container_path: '/img', image: { image: BUSYBOX } }] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.image: this Docker \(API 1\.4[0-7]\) has no image mounts/],
-    ['ID-mapped mounts', { mounts: [{ container_path: '/m', host_path: dir, uidMappings: [{ host_id: 100000, container_id: 0, length: 1 }] }] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.uidMappings/],
-    ['mount options', { mounts: [{ container_path: '/m', host_path: dir, mount_options: ['noexec'] }] }, status.UNIMPLEMENTED, /config\.mounts\[0\]\.mount_options/],
-    ['a per-container user namespace', { linux: { security_context: { namespace_options: { userns_options: { mode: 'POD' } } } } }, status.UNIMPLEMENTED, /userns_options mode POD/],
-    ['the Strict groups policy', { linux: { security_context: { supplemental_groups_policy: 'Strict' } } }, status.UNIMPLEMENTED, /supplemental_groups_policy Strict/],
-    ['ambient capabilities', { linux: { security_context: { capabilities: { add_ambient_capabilities: ['NET_BIND_SERVICE'] } } } }, status.UNIMPLEMENTED, /add_ambient_capabilities/],
+    [
+      'recursive read-only mounts',
+      { mounts: [{ container_path: '/ro', host_path: dir, readonly: true, recursive_read_only: true }] },
+      status.UNIMPLEMENTED,
+      /config\.mounts\[0\]\.recursive_read_only: this Docker \(API 1\.4[0-3]\)/,
+    ],
+    [
+      'image volumes',
+      { mounts: [{ container_path: '/img', image: { image: BUSYBOX } }] },
+      status.UNIMPLEMENTED,
+      /config\.mounts\[0\]\.image: this Docker \(API 1\.4[0-7]\) has no image mounts/,
+    ],
+    [
+      'ID-mapped mounts',
+      {
+        mounts: [
+          { container_path: '/m', host_path: dir, uidMappings: [{ host_id: 100000, container_id: 0, length: 1 }] },
+        ],
+      },
+      status.UNIMPLEMENTED,
+      /config\.mounts\[0\]\.uidMappings/,
+    ],
+    [
+      'mount options',
+      { mounts: [{ container_path: '/m', host_path: dir, mount_options: ['noexec'] }] },
+      status.UNIMPLEMENTED,
+      /config\.mounts\[0\]\.mount_options/,
+    ],
+    [
+      'a per-container user namespace',
+      { linux: { security_context: { namespace_options: { userns_options: { mode: 'POD' } } } } },
+      status.UNIMPLEMENTED,
+      /userns_options mode POD/,
+    ],
+    [
+      'the Strict groups policy',
+      { linux: { security_context: { supplemental_groups_policy: 'Strict' } } },
+      status.UNIMPLEMENTED,
+      /supplemental_groups_policy Strict/,
+    ],
+    [
+      'ambient capabilities',
+      { linux: { security_context: { capabilities: { add_ambient_capabilities: ['NET_BIND_SERVICE'] } } } },
+      status.UNIMPLEMENTED,
+      /add_ambient_capabilities/,
+    ],
     ['CDI devices', { CDI_devices: [{ name: 'vendor.com/gpu=0' }] }, status.UNIMPLEMENTED, /config\.CDI_devices/],
-    ['Windows settings', { windows: { security_context: { run_as_username: 'x' } } }, status.INVALID_ARGUMENT, /config\.windows/],
-    ['a capability the host cannot grant', { linux: { security_context: { capabilities: { add_capabilities: ['BPF'] } } } }, status.INVALID_ARGUMENT, /capabilities\.add_capabilities CAP_BPF/],
+    [
+      'Windows settings',
+      { windows: { security_context: { run_as_username: 'x' } } },
+      status.INVALID_ARGUMENT,
+      /config\.windows/,
+    ],
+    [
+      'a capability the host cannot grant',
+      { linux: { security_context: { capabilities: { add_capabilities: ['BPF'] } } } },
+      status.INVALID_ARGUMENT,
+      /capabilities\.add_capabilities CAP_BPF/,
+    ],
   ])('CreateContainer refuses %s by name', async (_what, extra, code, message) => {
     if (_what === 'image volumes' || _what === 'recursive read-only mounts') {
       const api = (await docker.version()).ApiVersion;
       if (_what === 'recursive read-only mounts' && Number(api.split('.')[1]) >= 44) return; // honoured there
       if (_what === 'image volumes' && Number(api.split('.')[1]) >= 48) return;
     }
-    if (_what === 'a capability the host cannot grant' && Number((await docker.version()).ApiVersion.split('.')[1]) >= 42) return; // Docker 23+ knows CAP_BPF
+    if (
+      _what === 'a capability the host cannot grant' &&
+      Number((await docker.version()).ApiVersion.split('.')[1]) >= 42
+    )
+      return; // Docker 23+ knows CAP_BPF
     const err = await refused(`refuse-${Math.random().toString(36).slice(2, 8)}`, extra);
     expect(err.code).toBe(code);
     expect(err.details).toMatch(message);
   });
 
   it.each([
-    ['a per-pod user namespace', { namespace_options: { userns_options: { mode: 'POD', uids: [{ host_id: 100000, container_id: 0, length: 65536 }], gids: [{ host_id: 100000, container_id: 0, length: 65536 }] } } }, /config\.linux\.security_context\.namespace_options\.userns_options mode POD/],
-    ['the Strict groups policy', { supplemental_groups_policy: 'Strict' }, /config\.linux\.security_context\.supplemental_groups_policy Strict/],
+    [
+      'a per-pod user namespace',
+      {
+        namespace_options: {
+          userns_options: {
+            mode: 'POD',
+            uids: [{ host_id: 100000, container_id: 0, length: 65536 }],
+            gids: [{ host_id: 100000, container_id: 0, length: 65536 }],
+          },
+        },
+      },
+      /config\.linux\.security_context\.namespace_options\.userns_options mode POD/,
+    ],
+    [
+      'the Strict groups policy',
+      { supplemental_groups_policy: 'Strict' },
+      /config\.linux\.security_context\.supplemental_groups_policy Strict/,
+    ],
   ])('RunPodSandbox refuses %s by name, creating nothing', async (_what, security, message) => {
     const config = podConfig('refusepod', { linux: { security_context: security } });
     const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
@@ -179,7 +279,11 @@ describe('fields Docker cannot honour', () => {
   it('Status declares exactly what works', async () => {
     const st = await call(h.runtime, 'Status', {});
     const api = Number((await docker.version()).ApiVersion.split('.')[1]);
-    expect(st.features).toEqual({ supplemental_groups_policy: false, user_namespaces_host_network: false, mount_options: false });
+    expect(st.features).toEqual({
+      supplemental_groups_policy: false,
+      user_namespaces_host_network: false,
+      mount_options: false,
+    });
     const dflt = (st.runtime_handlers ?? []).find((r) => r.name === '');
     expect(dflt?.features).toEqual({ recursive_read_only_mounts: api >= 44, user_namespaces: false });
     expect((st.runtime_handlers ?? []).map((r) => r.name)).toContain('runc');
@@ -191,7 +295,13 @@ describe('what ContainerStatus reports', () => {
     const pod = await runPod('status');
     const id = await runContainer(pod, 'who', {
       stop_signal: 'SIGNAL_SIGUSR1',
-      linux: { security_context: { run_as_user: { value: '1000' }, run_as_group: { value: '3000' }, supplemental_groups: ['4', '27'] } },
+      linux: {
+        security_context: {
+          run_as_user: { value: '1000' },
+          run_as_group: { value: '3000' },
+          supplemental_groups: ['4', '27'],
+        },
+      },
     });
     expect(((await docker.getContainer(id).inspect()).Config as { StopSignal?: string }).StopSignal).toBe('SIGUSR1');
     const st = (await call(h.runtime, 'ContainerStatus', { container_id: id })).status!;

@@ -12,7 +12,10 @@ jest.setTimeout(120_000);
 
 let h: Crishim;
 beforeAll(async () => {
-  h = await startCrishim({ subnetIndex: 251, args: ['--container-log-max-size', '2m', '--container-log-max-files', '8'] });
+  h = await startCrishim({
+    subnetIndex: 251,
+    args: ['--container-log-max-size', '2m', '--container-log-max-files', '8'],
+  });
 });
 afterAll(() => teardown(h));
 
@@ -34,7 +37,10 @@ async function runPod(name: string): Promise<Pod> {
   const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
   await fsp.mkdir(logDir, { recursive: true });
   // host network: no CNI work, the logs are what is tested here
-  const config = podConfig(name, { log_directory: logDir, linux: { security_context: { namespace_options: { network: 'NODE' } } } });
+  const config = podConfig(name, {
+    log_directory: logDir,
+    linux: { security_context: { namespace_options: { network: 'NODE' } } },
+  });
   const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
   const pod = { id, config, logDir };
   pods.push(pod);
@@ -45,7 +51,13 @@ async function runPod(name: string): Promise<Pod> {
 async function runScript(pod: Pod, name: string, script: string, tty = false): Promise<{ id: string; file: string }> {
   const { container_id: id } = await call(h.runtime, 'CreateContainer', {
     pod_sandbox_id: pod.id,
-    config: { metadata: { name, attempt: 0 }, image: { image: BUSYBOX }, command: ['sh', '-c', script], log_path: `${name}/0.log`, tty },
+    config: {
+      metadata: { name, attempt: 0 },
+      image: { image: BUSYBOX },
+      command: ['sh', '-c', script],
+      log_path: `${name}/0.log`,
+      tty,
+    },
     sandbox_config: pod.config,
   });
   await call(h.runtime, 'StartContainer', { container_id: id });
@@ -162,7 +174,11 @@ describe('container logs, exactly once and in order', () => {
       'killed',
       `i=0; while [ $i -lt ${rounds} ]; do seq $((i*${per}+1)) $((i*${per}+${per})) | sed 's/^/n=/'; i=$((i+1)); sleep 0.05; done`,
     );
-    await waitFor('the copy to be under way', async () => (await fsp.stat(file).catch(() => undefined))?.size !== undefined && (await fsp.stat(file)).size > 1_000_000);
+    await waitFor(
+      'the copy to be under way',
+      async () =>
+        (await fsp.stat(file).catch(() => undefined))?.size !== undefined && (await fsp.stat(file)).size > 1_000_000,
+    );
     await h.restart({ kill: true });
     const text = await finalText(id, [file], new RegExp(`stdout F n=${rounds * per}\n$`));
     expect(exactlyOnce(linesOf(text), rounds * per)).toBe('');
@@ -201,12 +217,19 @@ describe('container logs, exactly once and in order', () => {
   it('40 KiB lines between numbered ones, cut in 16 KiB pieces and put back together', async () => {
     const n = 20;
     const big = 'x'.repeat(40_960);
-    const { id, file } = await runScript(pod, 'long', `i=1; while [ $i -le ${n} ]; do echo n=$i; head -c 40960 /dev/zero | tr '\\0' x; echo; i=$((i+1)); done`);
+    const { id, file } = await runScript(
+      pod,
+      'long',
+      `i=1; while [ $i -le ${n} ]; do echo n=$i; head -c 40960 /dev/zero | tr '\\0' x; echo; i=$((i+1)); done`,
+    );
     const text = await finalText(id, [file], new RegExp(`stdout F x+\n$`));
     const lines = linesOf(text);
     expect(exactlyOnce(lines, 2 * n, (i) => (i % 2 === 1 ? `n=${(i + 1) / 2}` : big))).toBe('');
     // three pieces per long line: P, P, F
-    const tags = text.split('\n').filter((l) => / stdout [PF] x/.test(l)).map((l) => l.split(' ')[2]);
+    const tags = text
+      .split('\n')
+      .filter((l) => / stdout [PF] x/.test(l))
+      .map((l) => l.split(' ')[2]);
     expect(tags).toEqual(Array.from({ length: n }, () => ['P', 'P', 'F']).flat());
   });
 

@@ -4,7 +4,17 @@
  * leftover must not stay behind as an orphan, and a live container must never be touched.
  */
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 jest.setTimeout(120_000);
 
@@ -15,24 +25,29 @@ beforeAll(async () => {
 afterAll(() => teardown(h));
 
 const exists = (id: string): Promise<boolean> =>
-  docker.getContainer(id).inspect().then(
-    () => true,
-    (err: { statusCode?: number }) => {
-      if (err.statusCode === 404) return false;
-      throw err;
-    },
-  );
+  docker
+    .getContainer(id)
+    .inspect()
+    .then(
+      () => true,
+      (err: { statusCode?: number }) => {
+        if (err.statusCode === 404) return false;
+        throw err;
+      },
+    );
 
 it('replaces a never-started leftover of the same name and refuses while a started one holds it', async () => {
   const config = podConfig('retry');
   const uid = (config.metadata as { uid: string }).uid;
   const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
   const create = async (): Promise<string> =>
-    (await call(h.runtime, 'CreateContainer', {
-      pod_sandbox_id: pod,
-      config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '300'] },
-      sandbox_config: config,
-    })).container_id;
+    (
+      await call(h.runtime, 'CreateContainer', {
+        pod_sandbox_id: pod,
+        config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '300'] },
+        sandbox_config: config,
+      })
+    ).container_id;
 
   const first = await create();
   const second = await create();

@@ -1,7 +1,17 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 jest.setTimeout(180_000);
 
@@ -83,12 +93,18 @@ describe('a two-container pod', () => {
       command: ['sh', '-c'],
       // busybox nc quits as soon as its own stdin ends, maybe before the client's bytes are
       // read; a FIFO held open read-write gives it a stdin that never ends
-      args: ['echo "env=$GREETING"; cat /data/from-host; mkfifo /tmp/hold; exec 3<>/tmp/hold; nc -l -p 7777 <&3 > /data/received; echo got-it'],
+      args: [
+        'echo "env=$GREETING"; cat /data/from-host; mkfifo /tmp/hold; exec 3<>/tmp/hold; nc -l -p 7777 <&3 > /data/received; echo got-it',
+      ],
       envs: [{ key: 'GREETING', value: Buffer.from('hi there') }],
       mounts,
     });
     const client = await createContainer(pod, 'client', {
-      command: ['sh', '-c', 'for i in $(seq 1 100); do echo hello-pod | nc 127.0.0.1 7777 && exit 3; sleep 0.2; done; exit 1'],
+      command: [
+        'sh',
+        '-c',
+        'for i in $(seq 1 100); do echo hello-pod | nc 127.0.0.1 7777 && exit 3; sleep 0.2; done; exit 1',
+      ],
     });
     expect((await statusOf(server))?.state).toBe('CONTAINER_CREATED');
     await call(h.runtime, 'StartContainer', { container_id: server });
@@ -103,7 +119,9 @@ describe('a two-container pod', () => {
     expect(serverStatus.reason).toBe('Completed');
     expect(await fsp.readFile(path.join(shared, 'received'), 'utf8')).toBe('hello-pod\n');
     expect(BigInt(serverStatus.finished_at ?? '0')).toBeGreaterThan(BigInt(serverStatus.started_at ?? '0'));
-    expect(serverStatus.mounts).toEqual([expect.objectContaining({ container_path: '/data', host_path: shared, readonly: false })]);
+    expect(serverStatus.mounts).toEqual([
+      expect.objectContaining({ container_path: '/data', host_path: shared, readonly: false }),
+    ]);
     expect(serverStatus.log_path).toBe(path.join(pod.logDir, 'server', '0.log'));
     expect(serverStatus.labels).toEqual({ container: 'server' });
     expect(serverStatus.annotations).toEqual({ 'e2e/container': 'server' });
@@ -120,9 +138,13 @@ describe('a two-container pod', () => {
     // list filters
     const inPod = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id } });
     expect(inPod.containers?.map((c) => c.id).sort()).toEqual([client, server].sort());
-    const byLabel = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id, label_selector: { container: 'client' } } });
+    const byLabel = await call(h.runtime, 'ListContainers', {
+      filter: { pod_sandbox_id: pod.id, label_selector: { container: 'client' } },
+    });
     expect(byLabel.containers?.map((c) => c.id)).toEqual([client]);
-    const exited = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod.id, state: { state: 'CONTAINER_RUNNING' } } });
+    const exited = await call(h.runtime, 'ListContainers', {
+      filter: { pod_sandbox_id: pod.id, state: { state: 'CONTAINER_RUNNING' } },
+    });
     expect(exited.containers).toEqual([]);
 
     // removing the sandbox removes its containers and their logs
@@ -230,11 +252,15 @@ describe('container lifecycle details', () => {
     expect(got).toEqual(Array.from({ length: 300 }, (_, i) => `line-${i}`));
     await call(h.runtime, 'StopContainer', { container_id: id, timeout: '0' });
     // not running any more: reopening is refused
-    expect((await codeOf(call(h.runtime, 'ReopenContainerLog', { container_id: id }))).code).toBe(status.FAILED_PRECONDITION);
+    expect((await codeOf(call(h.runtime, 'ReopenContainerLog', { container_id: id }))).code).toBe(
+      status.FAILED_PRECONDITION,
+    );
   });
 
   it('appends to its log when a container is started again, and stops writing once removed', async () => {
-    const id = await createContainer(pod, 'again', { command: ['sh', '-c', 'echo run-$(cat /proc/uptime | cut -d" " -f1)'] });
+    const id = await createContainer(pod, 'again', {
+      command: ['sh', '-c', 'echo run-$(cat /proc/uptime | cut -d" " -f1)'],
+    });
     const file = path.join(pod.logDir, 'again', '0.log');
     await call(h.runtime, 'StartContainer', { container_id: id });
     await waitExited(id);
@@ -249,7 +275,10 @@ describe('container lifecycle details', () => {
   it('applies UpdateContainerResources through Docker', async () => {
     const id = await createContainer(pod, 'updatable', { command: ['sleep', '3600'] });
     await call(h.runtime, 'StartContainer', { container_id: id });
-    await call(h.runtime, 'UpdateContainerResources', { container_id: id, linux: { cpu_shares: '256', memory_limit_in_bytes: String(64 * 1024 * 1024) } });
+    await call(h.runtime, 'UpdateContainerResources', {
+      container_id: id,
+      linux: { cpu_shares: '256', memory_limit_in_bytes: String(64 * 1024 * 1024) },
+    });
     const info = await docker.getContainer(id).inspect();
     expect(info.HostConfig.CpuShares).toBe(256);
     expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
@@ -259,17 +288,32 @@ describe('container lifecycle details', () => {
   });
 
   it('refuses bad container requests with the field named', async () => {
-    const noImage = await codeOf(call(h.runtime, 'CreateContainer', { pod_sandbox_id: pod.id, config: { metadata: { name: 'x' } }, sandbox_config: pod.config }));
+    const noImage = await codeOf(
+      call(h.runtime, 'CreateContainer', {
+        pod_sandbox_id: pod.id,
+        config: { metadata: { name: 'x' } },
+        sandbox_config: pod.config,
+      }),
+    );
     expect(noImage.code).toBe(status.INVALID_ARGUMENT);
     expect(noImage.details).toMatch(/image/);
     const escape = await codeOf(createContainer(pod, 'escape', { log_path: '../../etc/evil.log' }));
     expect(escape.code).toBe(status.INVALID_ARGUMENT);
-    const missing = await codeOf(createContainer(pod, 'nomount', { mounts: [{ container_path: '/x', host_path: '/no/such/path' }] }));
+    const missing = await codeOf(
+      createContainer(pod, 'nomount', { mounts: [{ container_path: '/x', host_path: '/no/such/path' }] }),
+    );
     expect(missing.code).toBe(status.INVALID_ARGUMENT);
     expect(missing.details).toMatch(/does not exist/);
-    const noSandbox = await codeOf(call(h.runtime, 'CreateContainer', { pod_sandbox_id: 'e'.repeat(64), config: { metadata: { name: 'x' }, image: { image: BUSYBOX } } }));
+    const noSandbox = await codeOf(
+      call(h.runtime, 'CreateContainer', {
+        pod_sandbox_id: 'e'.repeat(64),
+        config: { metadata: { name: 'x' }, image: { image: BUSYBOX } },
+      }),
+    );
     expect(noSandbox.code).toBe(status.NOT_FOUND);
-    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: 'e'.repeat(64) }))).code).toBe(status.NOT_FOUND);
+    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: 'e'.repeat(64) }))).code).toBe(
+      status.NOT_FOUND,
+    );
   });
 });
 
@@ -279,7 +323,9 @@ describe('a stopped pod', () => {
     const id = await createContainer(pod, 'early', { command: ['sleep', '3600'] });
     await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod.id });
     expect((await codeOf(createContainer(pod, 'late', { command: ['true'] }))).code).toBe(status.FAILED_PRECONDITION);
-    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: id }))).code).toBe(status.FAILED_PRECONDITION);
+    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: id }))).code).toBe(
+      status.FAILED_PRECONDITION,
+    );
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });
     expect(await containersOfPod(pod.uid)).toEqual([]);
   });

@@ -24,12 +24,28 @@ describe('crishim doctor', () => {
   it('passes on this machine with a CNI config: exit 0, one line per check, no fail', async () => {
     const confDir = path.join(dir, 'net.d');
     await writeCniConfig(confDir, { bridge: 'critdoc', subnet: '10.88.245.0/24', ipamDir: path.join(dir, 'ipam') });
-    const r = doctor(['--cni-conf-dir', confDir, '--root-directory', path.join(dir, 'root'), '--container-runtime-endpoint', `unix://${dir}/c.sock`]);
+    const r = doctor([
+      '--cni-conf-dir',
+      confDir,
+      '--root-directory',
+      path.join(dir, 'root'),
+      '--container-runtime-endpoint',
+      `unix://${dir}/c.sock`,
+    ]);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines.filter((l) => /^(ok|warn|fail) /.test(l)).map((l) => l.split(/\s+/)[1])).toEqual([
-      'docker-endpoint', 'docker-version', 'cgroup', 'cni-config', 'sandbox-image', 'root-directory', 'cri-socket', 'oom-score-adj', 'capabilities', 'kernel-features',
+      'docker-endpoint',
+      'docker-version',
+      'cgroup',
+      'cni-config',
+      'sandbox-image',
+      'root-directory',
+      'cri-socket',
+      'oom-score-adj',
+      'capabilities',
+      'kernel-features',
     ]);
     expect(r.stdout).not.toMatch(/^fail/m);
     expect(r.stdout).toMatch(new RegExp(`^ok +cni-config +${confDir}/10-crishim.conflist`, 'm'));
@@ -44,7 +60,10 @@ describe('crishim doctor', () => {
     expect(r.stdout).toMatch(new RegExp(`^fail +cni-config +no CNI configuration file in ${empty}`, 'm'));
     const j = doctor(['--cni-conf-dir', empty, '--root-directory', path.join(dir, 'root'), '--output', 'json']);
     expect(j.status).toBe(1);
-    const parsed = JSON.parse(j.stdout) as { ok: boolean; checks: Array<{ name: string; status: string; found: string }> };
+    const parsed = JSON.parse(j.stdout) as {
+      ok: boolean;
+      checks: Array<{ name: string; status: string; found: string }>;
+    };
     expect(parsed.ok).toBe(false);
     expect(parsed.checks.filter((c) => c.status === 'fail').map((c) => c.name)).toEqual(['cni-config']);
   });
@@ -52,7 +71,9 @@ describe('crishim doctor', () => {
   it('fails on an unreachable Docker endpoint', () => {
     const r = doctor(['--docker-endpoint', `unix://${dir}/no-docker.sock`, '--root-directory', path.join(dir, 'root')]);
     expect(r.status).toBe(1);
-    expect(r.stdout).toMatch(new RegExp(`^fail +docker-endpoint +Docker does not answer at unix://${dir}/no-docker.sock`, 'm'));
+    expect(r.stdout).toMatch(
+      new RegExp(`^fail +docker-endpoint +Docker does not answer at unix://${dir}/no-docker.sock`, 'm'),
+    );
   });
 
   describe('at daemon start-up', () => {

@@ -64,14 +64,25 @@ describe('UpdateRuntimeConfig pod CIDR', () => {
     'fe80::1%eth0/64',
     '10.88.0.0/16,fd00::/64,fd01::/64',
   ])('refuses %s with INVALID_ARGUMENT naming the field', async (podCidr) => {
-    const r = await codeOf(call((h as Crishim).runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: podCidr } } }));
+    const r = await codeOf(
+      call((h as Crishim).runtime, 'UpdateRuntimeConfig', {
+        runtime_config: { network_config: { pod_cidr: podCidr } },
+      }),
+    );
     expect(r.code).toBe(status.INVALID_ARGUMENT);
     expect(r.details).toContain('runtime_config.network_config.pod_cidr');
   });
 
-  it.each(['10.88.234.0/24', '0.0.0.0/0', 'fd00:88::/64', '10.88.234.0/24,fd00:88::/64'])('accepts %s', async (podCidr) => {
-    await expect(call((h as Crishim).runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: podCidr } } })).resolves.toEqual({});
-  });
+  it.each(['10.88.234.0/24', '0.0.0.0/0', 'fd00:88::/64', '10.88.234.0/24,fd00:88::/64'])(
+    'accepts %s',
+    async (podCidr) => {
+      await expect(
+        call((h as Crishim).runtime, 'UpdateRuntimeConfig', {
+          runtime_config: { network_config: { pod_cidr: podCidr } },
+        }),
+      ).resolves.toEqual({});
+    },
+  );
 });
 
 /**
@@ -82,10 +93,12 @@ async function startDriverlessEngine(): Promise<{ port: number; close(): Promise
   const open = new Set<http.ServerResponse>();
   const server = http.createServer((req, res) => {
     const route = (req.url ?? '').replace(/^\/v[0-9.]+/, '').split('?')[0];
-    const json = (body: unknown): void => void res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+    const json = (body: unknown): void =>
+      void res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
     if (route === '/_ping') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end('OK');
     if (route === '/version') return json({ Version: '99.0.0-fake', ApiVersion: '1.41', MinAPIVersion: '1.12' });
-    if (route === '/info') return json({ ServerVersion: '99.0.0-fake', Runtimes: { runc: {} }, DefaultRuntime: 'runc' });
+    if (route === '/info')
+      return json({ ServerVersion: '99.0.0-fake', Runtimes: { runc: {} }, DefaultRuntime: 'runc' });
     if (route === '/containers/json') return json([]);
     if (route === '/events') {
       // an event stream that stays open and quiet
@@ -93,7 +106,9 @@ async function startDriverlessEngine(): Promise<{ port: number; close(): Promise
       open.add(res);
       return;
     }
-    res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ message: `fake engine: no ${route}` }));
+    res
+      .writeHead(404, { 'Content-Type': 'application/json' })
+      .end(JSON.stringify({ message: `fake engine: no ${route}` }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

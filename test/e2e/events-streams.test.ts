@@ -11,7 +11,6 @@ beforeAll(async () => {
 });
 afterAll(() => teardown(h));
 
-
 async function metricsText(): Promise<string> {
   const log = await import('fs').then((fs) => fs.promises.readFile(h.logFile, 'utf8'));
   const m = /metrics listening.*address="?127\.0\.0\.1:(\d+)/.exec(log);
@@ -69,7 +68,9 @@ describe('GetContainerEvents', () => {
     expect(started.containers_statuses.find((s) => s.id === id)?.state).toBe('CONTAINER_RUNNING');
     expect(BigInt(started.created_at)).toBeGreaterThan(0n);
     // the sandbox's own lifecycle is reported too
-    expect(events.some((e) => e.container_id === pod && e.container_event_type === 'CONTAINER_STARTED_EVENT')).toBe(true);
+    expect(events.some((e) => e.container_id === pod && e.container_event_type === 'CONTAINER_STARTED_EVENT')).toBe(
+      true,
+    );
 
     await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
@@ -81,7 +82,10 @@ describe('Stream* RPCs', () => {
     const ids: string[] = [];
     // host network keeps this about list plumbing, not CNI throughput
     for (let i = 0; i < 50; i++) {
-      const config = podConfig(`many-${i}`, { labels: { group: 'many' }, linux: { security_context: { namespace_options: { network: 'NODE' } } } });
+      const config = podConfig(`many-${i}`, {
+        labels: { group: 'many' },
+        linux: { security_context: { namespace_options: { network: 'NODE' } } },
+      });
       ids.push((await call(h.runtime, 'RunPodSandbox', { config })).pod_sandbox_id);
     }
     try {
@@ -114,8 +118,16 @@ describe('runtime configuration RPCs', () => {
   });
 
   it('accepts a pod CIDR and refuses garbage', async () => {
-    await expect(call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: h.cni.subnet } } })).resolves.toEqual({});
-    expect((await codeOf(call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: 'nonsense' } } }))).code).toBe(status.INVALID_ARGUMENT);
+    await expect(
+      call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: h.cni.subnet } } }),
+    ).resolves.toEqual({});
+    expect(
+      (
+        await codeOf(
+          call(h.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: 'nonsense' } } }),
+        )
+      ).code,
+    ).toBe(status.INVALID_ARGUMENT);
   });
 
   it('explains why checkpointing is unavailable', async () => {
@@ -133,7 +145,9 @@ describe('Prometheus metrics', () => {
     await codeOf(call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: 'abcdef' }));
     const text = await metricsText();
     expect(metricValue(text, 'crishim_rpc_requests_total', { method: 'Version', code: 'OK' })).toBe(before + 2);
-    expect(metricValue(text, 'crishim_rpc_errors_total', { method: 'PodSandboxStatus', code: 'NOT_FOUND' })).toBeGreaterThanOrEqual(1);
+    expect(
+      metricValue(text, 'crishim_rpc_errors_total', { method: 'PodSandboxStatus', code: 'NOT_FOUND' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(text).toMatch(/^# TYPE crishim_rpc_duration_seconds histogram$/m);
     expect(text).toMatch(/^crishim_docker_request_duration_seconds_count\{.*route="\/containers\/json".*\} \d+/m);
     expect(text).toMatch(/^# TYPE crishim_pod_sandboxes gauge$/m);

@@ -34,8 +34,24 @@ const hex64 = (): string => Array.from({ length: 64 }, () => '0123456789abcdef'[
 // Strings that probe validation. No short hex (a prefix could hit a real container),
 // no pullable reference (pulls must never leave loopback).
 const STRINGS = (): string[] => [
-  '', '/', '..', '../../etc/passwd', 'a/b', 'nul\u0000byte', 'x'.repeat(300), 'ü∂ƒ©', ' spaces ', 'UPPER',
-  '127.0.0.1:1/fuzz:v1', 'fuzz-name', '-1', 'unix:///etc', '{"json":1}', hex64(), 'zzzz', 'sha256:' + hex64(),
+  '',
+  '/',
+  '..',
+  '../../etc/passwd',
+  'a/b',
+  'nul\u0000byte',
+  'x'.repeat(300),
+  'ü∂ƒ©',
+  ' spaces ',
+  'UPPER',
+  '127.0.0.1:1/fuzz:v1',
+  'fuzz-name',
+  '-1',
+  'unix:///etc',
+  '{"json":1}',
+  hex64(),
+  'zzzz',
+  'sha256:' + hex64(),
 ];
 const NUMBERS = [0, 1, -1, 2 ** 31 - 1, -(2 ** 31), 65535, 65536, 123456];
 const LONGS = ['0', '1', '-1', '9223372036854775807', '-9223372036854775808', '1000000000000'];
@@ -55,7 +71,9 @@ function randomValue(field: protobuf.Field, depth: number): unknown {
     case 'uint64':
     case 'sint64':
     case 'fixed64':
-      return field.type.startsWith('u') || field.type === 'fixed64' ? pick(LONGS.filter((l) => !l.startsWith('-'))) : pick(LONGS);
+      return field.type.startsWith('u') || field.type === 'fixed64'
+        ? pick(LONGS.filter((l) => !l.startsWith('-')))
+        : pick(LONGS);
     case 'uint32':
     case 'fixed32':
       return Math.abs(pick(NUMBERS));
@@ -102,7 +120,10 @@ it(`survives ${FUZZ_MS} ms of random requests to every RPC and leaks nothing (se
   };
 
   const targets: Array<{ client: grpc.Client; method: protobuf.Method }> = [];
-  for (const [svc, client] of [['runtime.v1.RuntimeService', h.runtime], ['runtime.v1.ImageService', h.image]] as const) {
+  for (const [svc, client] of [
+    ['runtime.v1.RuntimeService', h.runtime],
+    ['runtime.v1.ImageService', h.image],
+  ] as const) {
     for (const m of root.lookupService(svc).methodsArray) targets.push({ client, method: m });
   }
   const codes = new Map<string, number>();
@@ -114,7 +135,12 @@ it(`survives ${FUZZ_MS} ms of random requests to every RPC and leaks nothing (se
       const { client, method } = pick(targets);
       const req = randomMessage(root.lookupType(method.requestType));
       if (method.name === 'PullImage') req.image = { image: pick(['127.0.0.1:1/fuzz:v1', '', 'a/UPPER', '..']) };
-      const fn = (client as unknown as Record<string, (...a: unknown[]) => grpc.ClientUnaryCall | grpc.ClientReadableStream<unknown>>)[method.name];
+      const fn = (
+        client as unknown as Record<
+          string,
+          (...a: unknown[]) => grpc.ClientUnaryCall | grpc.ClientReadableStream<unknown>
+        >
+      )[method.name];
       calls++;
       await new Promise<void>((resolve) => {
         const opts = { deadline: Date.now() + 20_000 };
@@ -122,7 +148,8 @@ it(`survives ${FUZZ_MS} ms of random requests to every RPC and leaks nothing (se
           const s = fn.call(client, req, new grpc.Metadata(), opts) as grpc.ClientReadableStream<unknown>;
           s.on('data', () => undefined);
           s.on('error', (e: grpc.ServiceError) => {
-            if (e.code === grpc.status.UNKNOWN || e.code === grpc.status.INTERNAL) odd.push(`${method.name}: ${grpc.status[e.code]}: ${e.details}`);
+            if (e.code === grpc.status.UNKNOWN || e.code === grpc.status.INTERNAL)
+              odd.push(`${method.name}: ${grpc.status[e.code]}: ${e.details}`);
             codes.set(grpc.status[e.code], (codes.get(grpc.status[e.code]) ?? 0) + 1);
             resolve();
           });
@@ -131,7 +158,11 @@ it(`survives ${FUZZ_MS} ms of random requests to every RPC and leaks nothing (se
         } else {
           fn.call(client, req, new grpc.Metadata(), opts, (e: grpc.ServiceError | null) => {
             const code = e ? grpc.status[e.code] : 'OK';
-            if (e && (e.code === grpc.status.UNKNOWN || e.code === grpc.status.INTERNAL || e.code === grpc.status.UNAVAILABLE)) odd.push(`${method.name}: ${code}: ${e.details}`);
+            if (
+              e &&
+              (e.code === grpc.status.UNKNOWN || e.code === grpc.status.INTERNAL || e.code === grpc.status.UNAVAILABLE)
+            )
+              odd.push(`${method.name}: ${code}: ${e.details}`);
             codes.set(code, (codes.get(code) ?? 0) + 1);
             resolve();
           });
@@ -157,13 +188,17 @@ it(`survives ${FUZZ_MS} ms of random requests to every RPC and leaks nothing (se
     await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: s.id ?? '' });
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: s.id ?? '' });
   }
-  const after = ((await call(h.runtime, 'ListContainers', {})).containers ?? []).map((c) => c.id).filter((id) => !before.containers.has(id));
+  const after = ((await call(h.runtime, 'ListContainers', {})).containers ?? [])
+    .map((c) => c.id)
+    .filter((id) => !before.containers.has(id));
   expect(after).toEqual([]);
-  expect((await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json'))).toEqual([]);
+  expect(
+    (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')),
+  ).toEqual([]);
   expect(await fsp.readdir(h.cniCacheDir).catch(() => [])).toEqual([]);
 });
 
-it('accepts an 8 MiB request: the 16 MiB limit is ours, not grpc-js\'s 4 MiB default', async () => {
+it("accepts an 8 MiB request: the 16 MiB limit is ours, not grpc-js's 4 MiB default", async () => {
   // a label selector nothing matches: the call has no side effect whatever its size
   const big = { filter: { label_selector: { 'crishim-fuzz/big': 'x'.repeat(8 * 1024 * 1024) } } };
   const res = await call(h.runtime, 'ListContainers', big);
@@ -171,7 +206,9 @@ it('accepts an 8 MiB request: the 16 MiB limit is ours, not grpc-js\'s 4 MiB def
 });
 
 it('refuses oversize messages without harm', async () => {
-  const huge = { config: { metadata: { name: 'big', namespace: 'n', uid: 'u' }, labels: { big: 'x'.repeat(17 * 1024 * 1024) } } };
+  const huge = {
+    config: { metadata: { name: 'big', namespace: 'n', uid: 'u' }, labels: { big: 'x'.repeat(17 * 1024 * 1024) } },
+  };
   const r = await codeOf(call(h.runtime, 'RunPodSandbox', huge));
   expect(r.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
   expect((await call(h.runtime, 'Version', {})).runtime_name).toBe('docker');

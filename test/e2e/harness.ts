@@ -98,16 +98,27 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
 
   const proto = loadCriProto();
   const target = `unix://${socket}`;
-  const runtime = new proto.runtime.v1.RuntimeService(target, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
-  const image = new proto.runtime.v1.ImageService(target, grpc.credentials.createInsecure()) as unknown as ImageServiceClient;
+  const runtime = new proto.runtime.v1.RuntimeService(
+    target,
+    grpc.credentials.createInsecure(),
+  ) as unknown as RuntimeServiceClient;
+  const image = new proto.runtime.v1.ImageService(
+    target,
+    grpc.credentials.createInsecure(),
+  ) as unknown as ImageServiceClient;
 
   const args = [
     path.join(REPO, 'dist', 'main.js'),
-    '--container-runtime-endpoint', target,
-    '--root-directory', rootDir,
-    '--cni-conf-dir', cniConfDir,
-    '--cni-cache-dir', cniCacheDir,
-    '--log-level', 'debug',
+    '--container-runtime-endpoint',
+    target,
+    '--root-directory',
+    rootDir,
+    '--cni-conf-dir',
+    cniConfDir,
+    '--cni-cache-dir',
+    cniCacheDir,
+    '--log-level',
+    'debug',
     ...(opts.args ?? []),
   ];
   const log = createWriteStream(logFile, { flags: 'a' });
@@ -120,7 +131,8 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
     proc.stderr?.pipe(log, { end: false });
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline) {
-      if (proc.exitCode !== null) throw new Error(`crishim exited with ${proc.exitCode}; log: ${await fsp.readFile(logFile, 'utf8')}`);
+      if (proc.exitCode !== null)
+        throw new Error(`crishim exited with ${proc.exitCode}; log: ${await fsp.readFile(logFile, 'utf8')}`);
       if (existsSync(socket)) {
         const ok = await new Promise<boolean>((resolve) =>
           runtime.Version({}, { deadline: Date.now() + 2000 }, (err) => resolve(!err)),
@@ -134,7 +146,15 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
   };
 
   const h: Crishim = {
-    dir, socket, rootDir, cniConfDir, cniCacheDir, cni, logFile, runtime, image,
+    dir,
+    socket,
+    rootDir,
+    cniConfDir,
+    cniCacheDir,
+    cni,
+    logFile,
+    runtime,
+    image,
     proc: await launch(),
     async stop(o) {
       h.proc.kill(o?.kill ? 'SIGKILL' : 'SIGTERM');
@@ -162,8 +182,17 @@ export async function teardown(h: Crishim | undefined): Promise<void> {
   h.image.close();
   // what a test file left (a pod cleanup hook that ran after the daemon stopped, a failed test):
   // containers of this daemon's root directory only, so the next file and run start clean
-  const left = await docker.listContainers({ all: true, filters: { label: [`io.crishim.root=${h.rootDir}`] } }).catch(() => []);
-  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  const left = await docker
+    .listContainers({ all: true, filters: { label: [`io.crishim.root=${h.rootDir}`] } })
+    .catch(() => []);
+  await Promise.all(
+    left.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
   try {
     execFileSync('ip', ['link', 'del', h.cni.bridge], { stdio: 'ignore' });
   } catch {
@@ -178,7 +207,12 @@ export async function teardown(h: Crishim | undefined): Promise<void> {
 type Callback<Res> = (err: grpc.ServiceError | null, res?: Res) => void;
 /** The last overload of a generated client method, which is what `infer` sees. */
 type UnaryMethod<Req, Res> = (req: Req, cb: Callback<Res>) => grpc.ClientUnaryCall;
-type FullUnaryMethod = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: Callback<unknown>) => grpc.ClientUnaryCall;
+type FullUnaryMethod = (
+  req: unknown,
+  meta: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: Callback<unknown>,
+) => grpc.ClientUnaryCall;
 
 /** Promise form of a unary call: `await call(h.runtime, 'Version', {})`. */
 export function call<C extends grpc.Client, K extends keyof C & string>(

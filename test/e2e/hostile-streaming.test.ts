@@ -42,7 +42,10 @@ async function peakRss(during: () => Promise<void>): Promise<number> {
   const pid = h.proc.pid!;
   let peak = await rssBytes(pid);
   const timer = setInterval(() => {
-    void rssBytes(pid).then((r) => (peak = Math.max(peak, r)), () => undefined);
+    void rssBytes(pid).then(
+      (r) => (peak = Math.max(peak, r)),
+      () => undefined,
+    );
   }, 200);
   try {
     await during();
@@ -68,16 +71,24 @@ function stripPseudoHeaders(conn: SpdyConnection): void {
   const framer = (conn as unknown as { _spdyState: { framer: Framer } })._spdyState.framer;
   const orig = framer.headersToDict;
   framer.headersToDict = function (this: Framer, headers, pre, cb) {
-    return orig.call(this, headers, (hd: SpdyHeaders) => {
-      pre?.(hd);
-      for (const k of [':method', ':path', ':version', ':scheme', ':host']) delete hd[k];
-    }, cb);
+    return orig.call(
+      this,
+      headers,
+      (hd: SpdyHeaders) => {
+        pre?.(hd);
+        for (const k of [':method', ':path', ':version', ':scheme', ':host']) delete hd[k];
+      },
+      cb,
+    );
   };
 }
 
 function spdyUpgrade(url: string): Promise<{ conn: SpdyConnection; socket: Socket }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' } });
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' },
+    });
     req.on('upgrade', (_res, socket: Socket, head: Buffer) => {
       if (head.length) socket.unshift(head);
       const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: false });
@@ -104,7 +115,9 @@ function openStream(conn: SpdyConnection, streamType: string): Promise<SpdyStrea
 }
 
 async function execUrl(cmd: string[], stdin: boolean): Promise<string> {
-  return (await call(h.runtime, 'Exec', { container_id: containerId, cmd, stdin, stdout: true, stderr: false, tty: false })).url;
+  return (
+    await call(h.runtime, 'Exec', { container_id: containerId, cmd, stdin, stdout: true, stderr: false, tty: false })
+  ).url;
 }
 
 /**

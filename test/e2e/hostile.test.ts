@@ -6,7 +6,17 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
 import { execFileSync } from 'child_process';
-import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 jest.setTimeout(180_000);
 
@@ -30,7 +40,12 @@ async function runPod(name: string, extra: Record<string, unknown> = {}): Promis
   return { id, config, logDir };
 }
 
-function containerRequest(pod: Pod, name: string, extra: Record<string, unknown> = {}, sandboxExtra: Record<string, unknown> = {}) {
+function containerRequest(
+  pod: Pod,
+  name: string,
+  extra: Record<string, unknown> = {},
+  sandboxExtra: Record<string, unknown> = {},
+) {
   return {
     pod_sandbox_id: pod.id,
     config: {
@@ -59,7 +74,9 @@ describe('request labels cannot take over crishim’s own', () => {
     const victim = path.join(h.dir, 'victim.txt');
     await fsp.writeFile(victim, 'precious\n');
     for (const key of ['io.kubernetes.container.logpath', 'io.crishim.implicit-labels', 'annotation.x']) {
-      const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'lbl', { labels: { [key]: victim } })));
+      const r = await codeOf(
+        call(h.runtime, 'CreateContainer', containerRequest(pod, 'lbl', { labels: { [key]: victim } })),
+      );
       expect(r.code).toBe(status.INVALID_ARGUMENT);
       expect(r.details).toContain(key);
     }
@@ -77,7 +94,11 @@ describe('request labels cannot take over crishim’s own', () => {
     const meta = config.metadata as { name: string; namespace: string; uid: string };
     const ok = podConfig('kubelet-like');
     const m = ok.metadata as { name: string; namespace: string; uid: string };
-    ok.labels = { 'io.kubernetes.pod.name': m.name, 'io.kubernetes.pod.namespace': m.namespace, 'io.kubernetes.pod.uid': m.uid };
+    ok.labels = {
+      'io.kubernetes.pod.name': m.name,
+      'io.kubernetes.pod.namespace': m.namespace,
+      'io.kubernetes.pod.uid': m.uid,
+    };
     const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config: ok });
     const st = (await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: id })).status;
     expect(st?.metadata?.namespace).toBe(m.namespace);
@@ -90,7 +111,13 @@ describe('log paths stay inside the pod log directory and out of crishim’s sta
   it('refuses a log_directory inside the root directory or the CNI cache', async () => {
     const pod = await runPod('logroot');
     for (const dir of [path.join(h.rootDir, 'sandbox'), h.cniCacheDir, h.rootDir]) {
-      const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'inroot', { log_path: `${pod.id}.json` }, { log_directory: dir })));
+      const r = await codeOf(
+        call(
+          h.runtime,
+          'CreateContainer',
+          containerRequest(pod, 'inroot', { log_path: `${pod.id}.json` }, { log_directory: dir }),
+        ),
+      );
       expect(r.code).toBe(status.INVALID_ARGUMENT);
       expect(r.details).toMatch(/crishim's own state/);
     }
@@ -102,17 +129,25 @@ describe('log paths stay inside the pod log directory and out of crishim’s sta
     await fsp.mkdir(elsewhere, { recursive: true });
     await fsp.writeFile(path.join(elsewhere, 'c.log'), 'precious\n');
     await fsp.symlink(elsewhere, path.join(pod.logDir, 'sub'));
-    const viaDir = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'sym1', { log_path: 'sub/c.log' })));
+    const viaDir = await codeOf(
+      call(h.runtime, 'CreateContainer', containerRequest(pod, 'sym1', { log_path: 'sub/c.log' })),
+    );
     expect(viaDir.code).toBe(status.INVALID_ARGUMENT);
     await fsp.symlink(path.join(elsewhere, 'c.log'), path.join(pod.logDir, 'link.log'));
-    const viaFile = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'sym2', { log_path: 'link.log' })));
+    const viaFile = await codeOf(
+      call(h.runtime, 'CreateContainer', containerRequest(pod, 'sym2', { log_path: 'link.log' })),
+    );
     expect(viaFile.code).toBe(status.INVALID_ARGUMENT);
     expect(await fsp.readFile(path.join(elsewhere, 'c.log'), 'utf8')).toBe('precious\n');
   });
 
   it('never appends through or deletes via a directory symlink planted after create', async () => {
     const pod = await runPod('logswap');
-    const { container_id: id } = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'swap', { log_path: 'sub/c.log' }));
+    const { container_id: id } = await call(
+      h.runtime,
+      'CreateContainer',
+      containerRequest(pod, 'swap', { log_path: 'sub/c.log' }),
+    );
     const elsewhere = path.join(h.dir, 'elsewhere2');
     await fsp.mkdir(elsewhere, { recursive: true });
     await fsp.writeFile(path.join(elsewhere, 'c.log'), 'precious\n');
@@ -128,10 +163,16 @@ describe('log paths stay inside the pod log directory and out of crishim’s sta
 
   it('ReopenContainerLog refuses a symlink planted in place of the rotated file', async () => {
     const pod = await runPod('logreopen');
-    const { container_id: id } = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'reo', { log_path: 'reo/0.log' }));
+    const { container_id: id } = await call(
+      h.runtime,
+      'CreateContainer',
+      containerRequest(pod, 'reo', { log_path: 'reo/0.log' }),
+    );
     await call(h.runtime, 'StartContainer', { container_id: id });
     const file = path.join(pod.logDir, 'reo', '0.log');
-    await waitFor('first log line', async () => ((await fsp.readFile(file, 'utf8').catch(() => '')).includes('hostile-output') ? true : undefined));
+    await waitFor('first log line', async () =>
+      (await fsp.readFile(file, 'utf8').catch(() => '')).includes('hostile-output') ? true : undefined,
+    );
     const target = path.join(h.dir, 'reopen-target.txt');
     await fsp.writeFile(target, 'precious\n');
     await fsp.rename(file, `${file}.1`);
@@ -166,13 +207,21 @@ describe('name collisions between pods', () => {
 
 describe('exec, exec sync and attach only reach crishim’s containers', () => {
   it('answers NOT_FOUND for a plain Docker container, as ContainerStatus does', async () => {
-    const plain = await docker.createContainer({ Image: BUSYBOX, Cmd: ['sleep', '300'], Labels: { 'crishim-e2e': 'hostile-plain' } });
+    const plain = await docker.createContainer({
+      Image: BUSYBOX,
+      Cmd: ['sleep', '300'],
+      Labels: { 'crishim-e2e': 'hostile-plain' },
+    });
     try {
       await plain.start();
       const id = plain.id;
       expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: id }))).code).toBe(status.NOT_FOUND);
-      expect((await codeOf(call(h.runtime, 'ExecSync', { container_id: id, cmd: ['true'], timeout: '5' }))).code).toBe(status.NOT_FOUND);
-      expect((await codeOf(call(h.runtime, 'Exec', { container_id: id, cmd: ['sh'], stdout: true }))).code).toBe(status.NOT_FOUND);
+      expect((await codeOf(call(h.runtime, 'ExecSync', { container_id: id, cmd: ['true'], timeout: '5' }))).code).toBe(
+        status.NOT_FOUND,
+      );
+      expect((await codeOf(call(h.runtime, 'Exec', { container_id: id, cmd: ['sh'], stdout: true }))).code).toBe(
+        status.NOT_FOUND,
+      );
       expect((await codeOf(call(h.runtime, 'Attach', { container_id: id, stdout: true }))).code).toBe(status.NOT_FOUND);
     } finally {
       await plain.remove({ force: true });
@@ -189,14 +238,32 @@ describe('seccomp Localhost profiles', () => {
     await fsp.writeFile(secret, 'root:*:20234:0:99999:7:::\n');
     const notProfile = path.join(h.dir, 'other.json');
     await fsp.writeFile(notProfile, '{"name":"not a profile"}');
-    for (const [file, why] of [[fifo, /not a regular file/], ['/dev/zero', /not a regular file/], [secret, /not valid JSON/], [notProfile, /not a seccomp profile/]] as const) {
-      const req = containerRequest(pod, 'sec', { linux: { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: file } } } });
+    for (const [file, why] of [
+      [fifo, /not a regular file/],
+      ['/dev/zero', /not a regular file/],
+      [secret, /not valid JSON/],
+      [notProfile, /not a seccomp profile/],
+    ] as const) {
+      const req = containerRequest(pod, 'sec', {
+        linux: { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: file } } },
+      });
       const r = await codeOf(call(h.runtime, 'CreateContainer', req, 10_000));
       expect(r.code).toBe(status.INVALID_ARGUMENT);
       expect(r.details).toMatch(why);
       expect(r.details).not.toContain('root:');
     }
-    const sandbox = await codeOf(call(h.runtime, 'RunPodSandbox', { config: podConfig('secfifo', { linux: { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: fifo } } } }) }, 10_000));
+    const sandbox = await codeOf(
+      call(
+        h.runtime,
+        'RunPodSandbox',
+        {
+          config: podConfig('secfifo', {
+            linux: { security_context: { seccomp: { profile_type: 'Localhost', localhost_ref: fifo } } },
+          }),
+        },
+        10_000,
+      ),
+    );
     expect(sandbox.code).toBe(status.INVALID_ARGUMENT);
   });
 });
@@ -208,11 +275,16 @@ describe('AppArmor Localhost on a host without AppArmor', () => {
       .then((v) => v.startsWith('Y'))
       .catch(() => false);
     const pod = await runPod('apparmor');
-    const req = containerRequest(pod, 'aa', { linux: { security_context: { apparmor: { profile_type: 'Localhost', localhost_ref: 'localhost/crishim-test' } } } });
+    const req = containerRequest(pod, 'aa', {
+      linux: { security_context: { apparmor: { profile_type: 'Localhost', localhost_ref: 'localhost/crishim-test' } } },
+    });
     const r = call(h.runtime, 'CreateContainer', req);
     if (enabled) {
       // the profile does not exist here either way: Docker refuses at create or start
-      await r.then((res) => call(h.runtime, 'RemoveContainer', { container_id: res.container_id }), () => undefined);
+      await r.then(
+        (res) => call(h.runtime, 'RemoveContainer', { container_id: res.container_id }),
+        () => undefined,
+      );
     } else {
       const c = await codeOf(r);
       expect(c.code).toBe(status.INVALID_ARGUMENT);
@@ -226,7 +298,13 @@ describe('mounts', () => {
     const pod = await runPod('mountlink');
     const link = path.join(h.dir, 'to-root');
     await fsp.symlink(h.rootDir, link);
-    const r = await codeOf(call(h.runtime, 'CreateContainer', containerRequest(pod, 'm', { mounts: [{ container_path: '/state', host_path: link }] })));
+    const r = await codeOf(
+      call(
+        h.runtime,
+        'CreateContainer',
+        containerRequest(pod, 'm', { mounts: [{ container_path: '/state', host_path: link }] }),
+      ),
+    );
     expect(r.code).toBe(status.INVALID_ARGUMENT);
     expect(r.details).toMatch(/state directory/);
   });
@@ -252,7 +330,9 @@ describe('RunPodSandbox validates before it acts', () => {
     await call(h.runtime, 'StartContainer', { container_id: id });
     const { url } = await call(h.runtime, 'Exec', { container_id: id, cmd: ['true'], stdout: true });
     const port = Number(new URL(url).port);
-    const config = podConfig('capture', { port_mappings: [{ protocol: 'TCP', container_port: 8080, host_port: port }] });
+    const config = podConfig('capture', {
+      port_mappings: [{ protocol: 'TCP', container_port: 8080, host_port: port }],
+    });
     const r = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
     expect(r.code).toBe(status.INVALID_ARGUMENT);
     expect(r.details).toMatch(/crishim's own listeners/);
@@ -266,22 +346,30 @@ describe('RunPodSandbox validates before it acts', () => {
         uids.push((config.metadata as { uid: string }).uid);
         await new Promise<void>((resolve) => {
           const c = h.runtime.RunPodSandbox({ config }, () => resolve());
-          setTimeout(() => c.cancel(), 50 + ((i * 50) / 11));
+          setTimeout(() => c.cancel(), 50 + (i * 50) / 11);
         });
       }),
     );
     // the handlers finish their rollback after the cancelled answer
-    await waitFor('no pause container of a cancelled call', async () => {
-      const left = (await Promise.all(uids.map((u) => containersOfPod(u)))).flat();
-      return left.length === 0 ? true : undefined;
-    }, 60_000);
+    await waitFor(
+      'no pause container of a cancelled call',
+      async () => {
+        const left = (await Promise.all(uids.map((u) => containersOfPod(u)))).flat();
+        return left.length === 0 ? true : undefined;
+      },
+      60_000,
+    );
   });
 });
 
 describe('Docker create requests', () => {
   it('carry a large config in the body: a 1.5 MB env value creates fine', async () => {
     const pod = await runPod('bigenv');
-    const r = await call(h.runtime, 'CreateContainer', containerRequest(pod, 'big', { envs: [{ key: 'BIG', value: Buffer.from('x'.repeat(1_500_000)) }] }));
+    const r = await call(
+      h.runtime,
+      'CreateContainer',
+      containerRequest(pod, 'big', { envs: [{ key: 'BIG', value: Buffer.from('x'.repeat(1_500_000)) }] }),
+    );
     const info = await docker.getContainer(r.container_id).inspect();
     expect(info.Config.Env.find((e) => e.startsWith('BIG='))?.length).toBe(1_500_004);
   });

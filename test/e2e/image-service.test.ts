@@ -24,7 +24,11 @@ const spec = (image: string) => ({ image });
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Builds an image of its own (busybox + label + USER), pushes it as `<registry>/<name>`, drops the local copy. */
-async function publish(reg: Registry, name: string, opts: { user?: string; auth?: { username: string; password: string } } = {}): Promise<string> {
+async function publish(
+  reg: Registry,
+  name: string,
+  opts: { user?: string; auth?: { username: string; password: string } } = {},
+): Promise<string> {
   const ref = `${reg.host}/${name}`;
   const [repo, tag] = ref.split(/:(?=[^:/]+$)/);
   const tmp = await docker.createContainer({ Image: BUSYBOX, Cmd: ['true'] });
@@ -34,14 +38,11 @@ async function publish(reg: Registry, name: string, opts: { user?: string; auth?
   // Docker wants an X-Registry-Auth header on every push, even an anonymous one
   const stream = await docker.getImage(ref).push({ authconfig: { ...(opts.auth ?? {}), serveraddress: reg.host } });
   await new Promise<void>((resolve, reject) =>
-    docker.modem.followProgress(
-      stream,
-      (err: Error | null, out: Array<{ error?: string }>) => {
-        const failed = err?.message ?? out.find((o) => o.error)?.error;
-        if (failed) reject(new Error(`push ${ref}: ${failed}`));
-        else resolve();
-      },
-    ),
+    docker.modem.followProgress(stream, (err: Error | null, out: Array<{ error?: string }>) => {
+      const failed = err?.message ?? out.find((o) => o.error)?.error;
+      if (failed) reject(new Error(`push ${ref}: ${failed}`));
+      else resolve();
+    }),
   );
   await docker.getImage(ref).remove();
   return ref;
@@ -59,7 +60,8 @@ async function dockerHas(ref: string): Promise<boolean> {
 
 /** Pulls of `repoPath:tag` that reached the registry: Docker starts each with HEAD /v2/<repo>/manifests/<tag>. */
 async function manifestHeads(reg: Registry, repoPath: string, tag: string): Promise<number> {
-  return (await reg.requests(new RegExp(`"HEAD /v2/${escape(repoPath)}/manifests/${escape(tag)} HTTP/1.1" 200 `))).length;
+  return (await reg.requests(new RegExp(`"HEAD /v2/${escape(repoPath)}/manifests/${escape(tag)} HTTP/1.1" 200 `)))
+    .length;
 }
 
 beforeAll(async () => {
@@ -73,7 +75,10 @@ afterAll(async () => {
   for (const img of await docker.listImages().catch(() => [])) {
     const refs = [...(img.RepoTags ?? []), ...(img.RepoDigests ?? [])];
     if (refs.some((r) => r.includes(RUN))) {
-      await docker.getImage(img.Id).remove({ force: true }).catch(() => undefined);
+      await docker
+        .getImage(img.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     }
   }
   await open?.stop();
@@ -89,7 +94,10 @@ describe('PullImage, ImageStatus, ListImages, RemoveImage against a local regist
     ref = await publish(open, `crishim-e2e/pull-${RUN}:v1`, { user: '1234:5678' });
     expect((await call(h.image, 'ImageStatus', { image: spec(ref) })).image).toBeNull();
 
-    const [a, b] = await Promise.all([call(h.image, 'PullImage', { image: spec(ref) }), call(h.image, 'PullImage', { image: spec(ref) })]);
+    const [a, b] = await Promise.all([
+      call(h.image, 'PullImage', { image: spec(ref) }),
+      call(h.image, 'PullImage', { image: spec(ref) }),
+    ]);
     id = (await docker.getImage(ref).inspect()).Id;
     expect(a.image_ref).toBe(id);
     expect(b.image_ref).toBe(id);
@@ -108,13 +116,18 @@ describe('PullImage, ImageStatus, ListImages, RemoveImage against a local regist
     const st = await call(h.image, 'ImageStatus', { image: spec(ref), verbose: true });
     expect(st.image?.id).toBe(id);
     expect(st.image?.repo_tags).toEqual([ref]);
-    expect(st.image?.repo_digests?.[0]).toMatch(new RegExp(`^${escape(open.host)}/crishim-e2e/pull-${RUN}@sha256:[0-9a-f]{64}$`));
+    expect(st.image?.repo_digests?.[0]).toMatch(
+      new RegExp(`^${escape(open.host)}/crishim-e2e/pull-${RUN}@sha256:[0-9a-f]{64}$`),
+    );
     expect(Number(st.image?.size)).toBeGreaterThan(0);
     expect(st.image?.uid?.value).toBe('1234');
     expect(st.image?.username).toBe('');
     expect(st.image?.spec?.image).toBe(id);
     expect(st.image?.pinned).toBe(false);
-    const info = JSON.parse(st.info?.info ?? '{}') as { os?: string; config?: { User?: string; Labels?: Record<string, string> } };
+    const info = JSON.parse(st.info?.info ?? '{}') as {
+      os?: string;
+      config?: { User?: string; Labels?: Record<string, string> };
+    };
     expect(info.os).toBe('linux');
     expect(info.config?.Labels?.['crishim.test']).toBe(`crishim-e2e/pull-${RUN}:v1-${RUN}`);
     for (const other of [id, id.slice('sha256:'.length, 'sha256:'.length + 12), st.image?.repo_digests?.[0] ?? 'x']) {
@@ -129,12 +142,19 @@ describe('PullImage, ImageStatus, ListImages, RemoveImage against a local regist
     expect(mine?.repo_digests).toHaveLength(1);
     expect(all.images?.find((i) => i.repo_tags?.includes(PAUSE))?.pinned).toBe(true);
     expect(all.images?.some((i) => i.repo_tags?.includes('<none>:<none>'))).toBe(false);
-    expect((await call(h.image, 'ListImages', { filter: { image: spec(ref) } })).images?.map((i) => i.id)).toEqual([id]);
-    expect((await call(h.image, 'ListImages', { filter: { image: spec(`${open.host}/crishim-e2e/absent-${RUN}:v1`) } })).images ?? []).toEqual([]);
+    expect((await call(h.image, 'ListImages', { filter: { image: spec(ref) } })).images?.map((i) => i.id)).toEqual([
+      id,
+    ]);
+    expect(
+      (await call(h.image, 'ListImages', { filter: { image: spec(`${open.host}/crishim-e2e/absent-${RUN}:v1`) } }))
+        .images ?? [],
+    ).toEqual([]);
 
     const streamed = (await collect(h.image.StreamImages({}))).flatMap((m) => m.images ?? []);
     expect(streamed.map((i) => i.id).sort()).toEqual((all.images ?? []).map((i) => i.id).sort());
-    const filtered = (await collect(h.image.StreamImages({ filter: { image: spec(ref) } }))).flatMap((m) => m.images ?? []);
+    const filtered = (await collect(h.image.StreamImages({ filter: { image: spec(ref) } }))).flatMap(
+      (m) => m.images ?? [],
+    );
     expect(filtered.map((i) => i.id)).toEqual([id]);
   });
 
@@ -165,7 +185,9 @@ describe('PullImage, ImageStatus, ListImages, RemoveImage against a local regist
 
 describe('pull errors carry the registry message and a fitting code', () => {
   it('NOT_FOUND for an unknown manifest, INVALID_ARGUMENT for a bad reference', async () => {
-    const missing = await codeOf(call(h.image, 'PullImage', { image: spec(`${open.host}/crishim-e2e/no-such-${RUN}:v9`) }));
+    const missing = await codeOf(
+      call(h.image, 'PullImage', { image: spec(`${open.host}/crishim-e2e/no-such-${RUN}:v9`) }),
+    );
     expect(missing.code).toBe(status.NOT_FOUND);
     expect(missing.details).toMatch(/manifest unknown/);
     expect(missing.details).not.toMatch(/HTTP code/);
@@ -198,7 +220,8 @@ describe('pull errors carry the registry message and a fitting code', () => {
       expect(proxy.held().open).toBeGreaterThan(0);
       const deadline = Date.now() + 5000;
       const cancelledLine = new RegExp(`cancelling image pull.*${escape(ref)}`);
-      while (!cancelledLine.test(await fsp.readFile(h.logFile, 'utf8')) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+      while (!cancelledLine.test(await fsp.readFile(h.logFile, 'utf8')) && Date.now() < deadline)
+        await new Promise((res) => setTimeout(res, 100));
       expect(await fsp.readFile(h.logFile, 'utf8')).toMatch(cancelledLine);
       expect(await dockerHas(ref)).toBe(false);
     } finally {
@@ -214,7 +237,9 @@ describe('pull errors carry the registry message and a fitting code', () => {
 describe('registry with basic auth', () => {
   let ref: string;
   beforeAll(async () => {
-    ref = await publish(locked, `crishim-e2e/private-${RUN}:v1`, { auth: { username: AUTH.user, password: AUTH.password } });
+    ref = await publish(locked, `crishim-e2e/private-${RUN}:v1`, {
+      auth: { username: AUTH.user, password: AUTH.password },
+    });
   });
 
   it('fails without credentials, saying authentication is needed', async () => {
@@ -224,18 +249,26 @@ describe('registry with basic auth', () => {
   });
 
   it('fails with a wrong password, with the registry message', async () => {
-    const r = await codeOf(call(h.image, 'PullImage', { image: spec(ref), auth: { username: AUTH.user, password: 'wrong' } }));
+    const r = await codeOf(
+      call(h.image, 'PullImage', { image: spec(ref), auth: { username: AUTH.user, password: 'wrong' } }),
+    );
     expect(r.code).toBe(status.UNAUTHENTICATED);
     expect(r.details).toMatch(/unauthorized: authentication required/);
     expect(await dockerHas(ref)).toBe(false);
   });
 
   it('pulls with username/password, and with auth (base64 user:password)', async () => {
-    const a = await call(h.image, 'PullImage', { image: spec(ref), auth: { username: AUTH.user, password: AUTH.password } });
+    const a = await call(h.image, 'PullImage', {
+      image: spec(ref),
+      auth: { username: AUTH.user, password: AUTH.password },
+    });
     expect(a.image_ref).toBe((await docker.getImage(ref).inspect()).Id);
     await call(h.image, 'RemoveImage', { image: spec(ref) });
     expect(await dockerHas(ref)).toBe(false);
-    const b = await call(h.image, 'PullImage', { image: spec(ref), auth: { auth: Buffer.from(`${AUTH.user}:${AUTH.password}`).toString('base64') } });
+    const b = await call(h.image, 'PullImage', {
+      image: spec(ref),
+      auth: { auth: Buffer.from(`${AUTH.user}:${AUTH.password}`).toString('base64') },
+    });
     expect(b.image_ref).toBe(a.image_ref);
     await call(h.image, 'RemoveImage', { image: spec(b.image_ref) });
     expect(await dockerHas(b.image_ref)).toBe(false);

@@ -22,7 +22,9 @@ async function publish(reg: Registry, name: string, auth?: { username: string; p
   await tmp.remove();
   // Docker wants an X-Registry-Auth header on every push, even an anonymous one
   const stream = await docker.getImage(ref).push({ authconfig: { ...(auth ?? {}), serveraddress: reg.host } });
-  await new Promise<void>((resolve, reject) => docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())),
+  );
   await docker.getImage(ref).remove();
   return ref;
 }
@@ -62,7 +64,9 @@ describe('ImageService against a local registry', () => {
     expect(JSON.parse(st.info?.info ?? '{}').os).toBe('linux');
     // the same image by id and by digest
     expect((await call(h.image, 'ImageStatus', { image: { image: a.image_ref } })).image?.id).toBe(a.image_ref);
-    expect((await call(h.image, 'ImageStatus', { image: { image: st.image?.repo_digests?.[0] ?? '' } })).image?.id).toBe(a.image_ref);
+    expect(
+      (await call(h.image, 'ImageStatus', { image: { image: st.image?.repo_digests?.[0] ?? '' } })).image?.id,
+    ).toBe(a.image_ref);
 
     const all = await call(h.image, 'ListImages', {});
     expect(all.images?.some((i) => i.id === a.image_ref && i.repo_tags?.includes(ref))).toBe(true);
@@ -88,7 +92,9 @@ describe('ImageService against a local registry', () => {
     const r = await codeOf(call(h.image, 'PullImage', { image: { image: `${open.host}/crishim/no-such-image:v9` } }));
     expect(r.code).toBe(status.NOT_FOUND);
     expect(r.details).toMatch(/manifest unknown|not found/i);
-    expect((await codeOf(call(h.image, 'PullImage', { image: { image: 'UPPER/Case::bad' } }))).code).toBe(status.INVALID_ARGUMENT);
+    expect((await codeOf(call(h.image, 'PullImage', { image: { image: 'UPPER/Case::bad' } }))).code).toBe(
+      status.INVALID_ARGUMENT,
+    );
     expect((await codeOf(call(h.image, 'PullImage', {}))).code).toBe(status.INVALID_ARGUMENT);
   });
 
@@ -97,16 +103,21 @@ describe('ImageService against a local registry', () => {
     const none = await codeOf(call(h.image, 'PullImage', { image: { image: ref } }));
     expect(none.code).toBe(status.UNAUTHENTICATED);
     expect(none.details).toMatch(/auth/i);
-    const wrong = await codeOf(call(h.image, 'PullImage', { image: { image: ref }, auth: { username: AUTH.user, password: 'nope' } }));
+    const wrong = await codeOf(
+      call(h.image, 'PullImage', { image: { image: ref }, auth: { username: AUTH.user, password: 'nope' } }),
+    );
     expect(wrong.code).toBe(status.UNAUTHENTICATED);
     expect(wrong.details).toMatch(/auth|unauthorized/i);
-    const ok = await call(h.image, 'PullImage', { image: { image: ref }, auth: { auth: Buffer.from(`${AUTH.user}:${AUTH.password}`).toString('base64') } });
+    const ok = await call(h.image, 'PullImage', {
+      image: { image: ref },
+      auth: { auth: Buffer.from(`${AUTH.user}:${AUTH.password}`).toString('base64') },
+    });
     expect(ok.image_ref).toMatch(/^sha256:/);
     await call(h.image, 'RemoveImage', { image: { image: ref } });
     expect((await call(h.image, 'ImageStatus', { image: { image: ref } })).image).toBeNull();
   });
 
-  it('reports image filesystem usage of Docker\'s data root', async () => {
+  it("reports image filesystem usage of Docker's data root", async () => {
     const fs = await call(h.image, 'ImageFsInfo', {});
     const info = (await docker.info()) as { DockerRootDir: string };
     expect(fs.image_filesystems?.[0]?.fs_id?.mountpoint).toBe(info.DockerRootDir);

@@ -30,7 +30,8 @@ let fakeBin: string;
 const namespaces: string[] = [];
 const plugins: NetworkPlugin[] = [];
 
-const sh = (cmd: string, args: string[]): string => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const sh = (cmd: string, args: string[]): string =>
+  execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const newId = (): string => randomBytes(32).toString('hex');
 
 function addNetns(): string {
@@ -54,7 +55,15 @@ function writeConfig(extra: Array<Record<string, unknown>> = []): void {
 }
 
 function make(execTimeoutMs?: number): NetworkPlugin {
-  const p = createNetworkPlugin({ plugin: 'cni', confDir, binDirs: [fakeBin, SYSTEM_BIN], cacheDir, logger, execTimeoutMs, probeIntervalMs: 60_000 });
+  const p = createNetworkPlugin({
+    plugin: 'cni',
+    confDir,
+    binDirs: [fakeBin, SYSTEM_BIN],
+    cacheDir,
+    logger,
+    execTimeoutMs,
+    probeIntervalMs: 60_000,
+  });
   plugins.push(p);
   return p;
 }
@@ -89,8 +98,16 @@ beforeAll(async () => {
   fakeBin = path.join(dir, 'bin');
   for (const d of [confDir, cacheDir, ipamDir, fakeBin]) await fsp.mkdir(d);
   // chained after bridge: fail or hang on ADD, succeed on DEL
-  await fsp.writeFile(path.join(fakeBin, 'crishim-fail'), '#!/bin/sh\ncat >/dev/null\n[ "$CNI_COMMAND" = ADD ] || exit 0\necho \'{"cniVersion":"0.4.0","code":999,"msg":"injected failure","details":"for the e2e test"}\'\nexit 1\n', { mode: 0o755 });
-  await fsp.writeFile(path.join(fakeBin, 'crishim-hang'), '#!/bin/sh\ncat >/dev/null\n[ "$CNI_COMMAND" = ADD ] || exit 0\nsleep 600 &\necho $! > "$(dirname "$0")/hang.pid"\nwait\n', { mode: 0o755 });
+  await fsp.writeFile(
+    path.join(fakeBin, 'crishim-fail'),
+    '#!/bin/sh\ncat >/dev/null\n[ "$CNI_COMMAND" = ADD ] || exit 0\necho \'{"cniVersion":"0.4.0","code":999,"msg":"injected failure","details":"for the e2e test"}\'\nexit 1\n',
+    { mode: 0o755 },
+  );
+  await fsp.writeFile(
+    path.join(fakeBin, 'crishim-hang'),
+    '#!/bin/sh\ncat >/dev/null\n[ "$CNI_COMMAND" = ADD ] || exit 0\nsleep 600 &\necho $! > "$(dirname "$0")/hang.pid"\nwait\n',
+    { mode: 0o755 },
+  );
 });
 
 afterAll(async () => {
@@ -128,7 +145,9 @@ it('sets a pod up on the shipped config (lo, eth0, reachable IP, port mapping) a
   expect(ip.startsWith(SUBNET_PREFIX)).toBe(true);
 
   expect(sh('ip', ['-n', ns, '-4', 'addr', 'show', 'dev', 'eth0'])).toContain(`inet ${ip}/24`);
-  expect(sh('ip', ['-n', ns, 'addr', 'show', 'dev', 'lo'])).toMatch(/<LOOPBACK,UP,LOWER_UP>[\s\S]*inet 127\.0\.0\.1\/8/);
+  expect(sh('ip', ['-n', ns, 'addr', 'show', 'dev', 'lo'])).toMatch(
+    /<LOOPBACK,UP,LOWER_UP>[\s\S]*inet 127\.0\.0\.1\/8/,
+  );
   expect(sh('ip', ['-n', ns, 'route', 'show', 'default'])).toContain(`default via ${SUBNET_PREFIX}1 dev eth0`);
   sh('ping', ['-c1', '-W2', ip]); // throws when unanswered
   expect(reserved()).toEqual([ip]);
@@ -164,7 +183,14 @@ it('tears down from the cache after a restart, with the config gone and the netn
   expect(after.status()).toMatchObject({ ready: false, reason: 'NetworkPluginNotReady' });
   expect(await after.cachedSandboxes()).toEqual([id]);
   // what recovery passes: no pod names, no netns
-  await after.tearDownPod({ podName: '', podNamespace: '', podUid: '', sandboxId: id, netnsPath: '', portMappings: [] });
+  await after.tearDownPod({
+    podName: '',
+    podNamespace: '',
+    podUid: '',
+    sandboxId: id,
+    netnsPath: '',
+    portMappings: [],
+  });
   expect(reserved()).toEqual([]);
   expect(await after.cachedSandboxes()).toEqual([]);
   expect(natRules()).not.toContain(id);
@@ -174,10 +200,14 @@ it('a config naming a missing plugin is not ready, and setUpPod fails naming it 
   writeConfig([{ type: 'crishim-no-such-plugin' }]);
   const p = make();
   expect(p.status()).toMatchObject({ ready: false, reason: 'NetworkPluginNotReady' });
-  expect(p.status().message).toContain(`needs plugin crishim-no-such-plugin: binary not found in ${fakeBin}:${SYSTEM_BIN}`);
+  expect(p.status().message).toContain(
+    `needs plugin crishim-no-such-plugin: binary not found in ${fakeBin}:${SYSTEM_BIN}`,
+  );
   const ns = addNetns();
   const id = newId();
-  await expect(p.setUpPod(request(id, ns))).rejects.toThrow(/set up network of pod e2e\/pod-\w+: network plugin is not ready: .*crishim-no-such-plugin/);
+  await expect(p.setUpPod(request(id, ns))).rejects.toThrow(
+    /set up network of pod e2e\/pod-\w+: network plugin is not ready: .*crishim-no-such-plugin/,
+  );
   expect(reserved()).toEqual([]);
   expect(cached()).toEqual([]);
 });
@@ -188,7 +218,9 @@ it('a plugin failing after bridge: its message comes back and the bridge IP is r
   const ns = addNetns();
   const id = newId();
   await expect(p.setUpPod(request(id, ns))).rejects.toThrow(
-    new RegExp(`set up network of pod e2e/pod-\\w+ \\(network ${network}\\): CNI plugin crishim-fail ADD failed: injected failure: for the e2e test`),
+    new RegExp(
+      `set up network of pod e2e/pod-\\w+ \\(network ${network}\\): CNI plugin crishim-fail ADD failed: injected failure: for the e2e test`,
+    ),
   );
   expect(reserved()).toEqual([]);
   expect(cached()).toEqual([]);
@@ -201,7 +233,9 @@ it('a hanging plugin is killed at the timeout and the bridge IP is released', as
   const ns = addNetns();
   const id = newId();
   const t0 = Date.now();
-  await expect(p.setUpPod(request(id, ns))).rejects.toThrow(/CNI plugin crishim-hang ADD failed: timed out after 2000 ms/);
+  await expect(p.setUpPod(request(id, ns))).rejects.toThrow(
+    /CNI plugin crishim-hang ADD failed: timed out after 2000 ms/,
+  );
   expect(Date.now() - t0).toBeLessThan(15_000);
   expect(reserved()).toEqual([]);
   expect(cached()).toEqual([]);
@@ -212,7 +246,9 @@ it('a hanging plugin is killed at the timeout and the bridge IP is released', as
     .filter((pid) => {
       try {
         if (/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))) return false;
-        return pid === sleeper || readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join(fakeBin, 'crishim-hang'));
+        return (
+          pid === sleeper || readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join(fakeBin, 'crishim-hang'))
+        );
       } catch {
         return false;
       }

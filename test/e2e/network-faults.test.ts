@@ -31,7 +31,10 @@ else {
 async function useChain(extra: Record<string, unknown>): Promise<void> {
   const shipped = JSON.parse(await fsp.readFile(path.join(h.cniConfDir, '10-crishim.conflist'), 'utf8'));
   const name = `faults-${extra.type as string}`;
-  await fsp.writeFile(path.join(h.cniConfDir, '05-faults.conflist'), JSON.stringify({ ...shipped, name, plugins: [shipped.plugins[0], extra] }));
+  await fsp.writeFile(
+    path.join(h.cniConfDir, '05-faults.conflist'),
+    JSON.stringify({ ...shipped, name, plugins: [shipped.plugins[0], extra] }),
+  );
   const deadline = Date.now() + 15_000;
   for (;;) {
     const s = await call(h.runtime, 'Status', { verbose: true });
@@ -53,8 +56,12 @@ async function pluginProcesses(name: string): Promise<number> {
 
 beforeAll(async () => {
   bin = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-cni-bin-'));
-  for (const name of ['crishim-fail', 'crishim-hang', 'crishim-delfail']) await fsp.writeFile(path.join(bin, name), PLUGIN, { mode: 0o755 });
-  h = await startCrishim({ subnetIndex: 211, args: ['--cni-exec-timeout', '3', '--cni-bin-dir', `${bin},/usr/lib/cni`] });
+  for (const name of ['crishim-fail', 'crishim-hang', 'crishim-delfail'])
+    await fsp.writeFile(path.join(bin, name), PLUGIN, { mode: 0o755 });
+  h = await startCrishim({
+    subnetIndex: 211,
+    args: ['--cni-exec-timeout', '3', '--cni-bin-dir', `${bin},/usr/lib/cni`],
+  });
 });
 afterAll(async () => {
   await teardown(h);
@@ -65,7 +72,9 @@ async function expectClean(uid: string): Promise<void> {
   expect(await containersOfPod(uid)).toEqual([]);
   expect(await reservedIps(h.cni.ipamDir)).toEqual([]);
   expect(await fsp.readdir(h.cniCacheDir).catch(() => [])).toEqual([]);
-  expect((await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json'))).toEqual([]);
+  expect(
+    (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')),
+  ).toEqual([]);
 }
 
 it('a failing plugin fails RunPodSandbox with its message and the bridge IP is released', async () => {

@@ -57,7 +57,10 @@ describe('running it the way operators do', () => {
         '--metrics-bind-address=127.0.0.1:0',
       ],
     });
-    const procs = await fsp.readFile(path.join(cgroupRoot, 'memory', 'system.slice', 'crishim.service', 'cgroup.procs'), 'utf8');
+    const procs = await fsp.readFile(
+      path.join(cgroupRoot, 'memory', 'system.slice', 'crishim.service', 'cgroup.procs'),
+      'utf8',
+    );
     await fsp.rm(cgroupRoot, { recursive: true, force: true });
     expect(procs).toBe(`${h.proc.pid}\n`);
     const config = podConfig('operator');
@@ -66,8 +69,12 @@ describe('running it the way operators do', () => {
     // ids no container has: the calls fail before any lookup succeeds
     const unknownRead = 'c0ffee'.repeat(10) + 'c0de';
     const unknownMutation = 'deadbeef'.repeat(8);
-    expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: unknownRead }))).code).toBe(grpc.status.NOT_FOUND);
-    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: unknownMutation }))).code).toBe(grpc.status.NOT_FOUND);
+    expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: unknownRead }))).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
+    expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: unknownMutation }))).code).toBe(
+      grpc.status.NOT_FOUND,
+    );
     await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
 
@@ -110,7 +117,22 @@ describe('the CLI', () => {
     const main = path.join(__dirname, '..', '..', 'dist', 'main.js');
     const help = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8' });
     expect(help.status).toBe(0);
-    for (const flag of ['--container-runtime-endpoint', '--docker-endpoint', '--network-plugin', '--cni-conf-dir', '--cni-bin-dir', '--cni-cache-dir', '--pod-infra-container-image', '--pod-cidr', '--runtime-cgroups', '--streaming-bind-addr', '--log-level', '--log-format', '--cri-dockerd-root-directory', '--version']) {
+    for (const flag of [
+      '--container-runtime-endpoint',
+      '--docker-endpoint',
+      '--network-plugin',
+      '--cni-conf-dir',
+      '--cni-bin-dir',
+      '--cni-cache-dir',
+      '--pod-infra-container-image',
+      '--pod-cidr',
+      '--runtime-cgroups',
+      '--streaming-bind-addr',
+      '--log-level',
+      '--log-format',
+      '--cri-dockerd-root-directory',
+      '--version',
+    ]) {
       expect(help.stdout).toContain(flag);
     }
     expect(help.stdout).toContain('(default: "unix:///run/crishim/crishim.sock")');

@@ -13,10 +13,13 @@ import WebSocket from 'ws';
 import { BUSYBOX, call, REPO, podConfig, startCrishim, teardown, type Crishim } from './harness';
 
 const hasDpkgDeb = spawnSync('dpkg-deb', ['--version']).status === 0;
-if (!hasDpkgDeb) process.stderr.write('package.test: dpkg-deb is missing (apt-get install dpkg-dev): skipping the .deb tests\n');
+if (!hasDpkgDeb)
+  process.stderr.write('package.test: dpkg-deb is missing (apt-get install dpkg-dev): skipping the .deb tests\n');
 const describePkg = hasDpkgDeb ? describe : describe.skip;
 
-const VERSION = (JSON.parse(execFileSync('cat', [path.join(REPO, 'package.json')], { encoding: 'utf8' })) as { version: string }).version;
+const VERSION = (
+  JSON.parse(execFileSync('cat', [path.join(REPO, 'package.json')], { encoding: 'utf8' })) as { version: string }
+).version;
 
 /** A unix datagram listener (Node has none): python3 prints each datagram as one JSON string line. */
 function notifyListener(sockPath: string): { proc: ChildProcess; messages: string[]; ready: Promise<void> } {
@@ -89,7 +92,11 @@ describePkg('npm run package', () => {
   let work: string;
   let extracted: string;
   let exe: string;
-  const deb = path.join(REPO, 'dist-pkg', `crishim_${VERSION}_${execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).trim()}.deb`);
+  const deb = path.join(
+    REPO,
+    'dist-pkg',
+    `crishim_${VERSION}_${execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).trim()}.deb`,
+  );
 
   beforeAll(async () => {
     // the build is part of the test, so CI proves the package builds from the checkout
@@ -105,20 +112,54 @@ describePkg('npm run package', () => {
   });
 
   it('holds the executable, socket-activated notify units, docs and the example CNI config', async () => {
-    expect(execFileSync('dpkg-deb', ['-f', deb, 'Package', 'Version'], { encoding: 'utf8' })).toBe(`Package: crishim\nVersion: ${VERSION}\n`);
+    expect(execFileSync('dpkg-deb', ['-f', deb, 'Package', 'Version'], { encoding: 'utf8' })).toBe(
+      `Package: crishim\nVersion: ${VERSION}\n`,
+    );
     const service = await fsp.readFile(path.join(extracted, 'lib/systemd/system/crishim.service'), 'utf8');
-    for (const line of ['Type=notify', 'ExecStart=/usr/bin/crishim --container-runtime-endpoint fd://', 'Delegate=yes', 'KillMode=process', 'Restart=always', 'OOMScoreAdjust=-999', 'LimitNOFILE=infinity', 'Requires=crishim.socket docker.service']) {
+    for (const line of [
+      'Type=notify',
+      'ExecStart=/usr/bin/crishim --container-runtime-endpoint fd://',
+      'Delegate=yes',
+      'KillMode=process',
+      'Restart=always',
+      'OOMScoreAdjust=-999',
+      'LimitNOFILE=infinity',
+      'Requires=crishim.socket docker.service',
+    ]) {
       expect(service.split('\n')).toContain(line);
     }
     const socket = await fsp.readFile(path.join(extracted, 'lib/systemd/system/crishim.socket'), 'utf8');
-    for (const line of ['ListenStream=/run/crishim/crishim.sock', 'SocketMode=0660', 'SocketUser=root', 'SocketGroup=docker']) expect(socket.split('\n')).toContain(line);
-    const example = JSON.parse(await fsp.readFile(path.join(extracted, 'usr/share/doc/crishim/examples/10-crishim.conflist'), 'utf8')) as { plugins: Array<{ type: string }> };
+    for (const line of [
+      'ListenStream=/run/crishim/crishim.sock',
+      'SocketMode=0660',
+      'SocketUser=root',
+      'SocketGroup=docker',
+    ])
+      expect(socket.split('\n')).toContain(line);
+    const example = JSON.parse(
+      await fsp.readFile(path.join(extracted, 'usr/share/doc/crishim/examples/10-crishim.conflist'), 'utf8'),
+    ) as { plugins: Array<{ type: string }> };
     expect(example.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap']);
-    expect(await fsp.readFile(path.join(extracted, 'usr/share/doc/crishim/README.md'), 'utf8')).toContain('crishim doctor');
+    expect(await fsp.readFile(path.join(extracted, 'usr/share/doc/crishim/README.md'), 'utf8')).toContain(
+      'crishim doctor',
+    );
     // the tarball is the same tree
-    const tarball = path.join(REPO, 'dist-pkg', `crishim-${VERSION}-linux-${execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).trim()}.tar.gz`);
-    const inTar = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' }).split('\n').filter((l) => l && !l.endsWith('/')).map((l) => l.replace(/^\.\//, '')).sort();
-    const inDeb = execFileSync('dpkg-deb', ['-c', deb], { encoding: 'utf8' }).split('\n').map((l) => l.split(/\s+/).pop() ?? '').filter((l) => l && !l.endsWith('/')).map((l) => l.replace(/^\.\//, '')).sort();
+    const tarball = path.join(
+      REPO,
+      'dist-pkg',
+      `crishim-${VERSION}-linux-${execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).trim()}.tar.gz`,
+    );
+    const inTar = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l && !l.endsWith('/'))
+      .map((l) => l.replace(/^\.\//, ''))
+      .sort();
+    const inDeb = execFileSync('dpkg-deb', ['-c', deb], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => l.split(/\s+/).pop() ?? '')
+      .filter((l) => l && !l.endsWith('/'))
+      .map((l) => l.replace(/^\.\//, ''))
+      .sort();
     expect(inTar).toEqual(inDeb);
     expect(inDeb).toContain('usr/bin/crishim');
   });
@@ -127,7 +168,9 @@ describePkg('npm run package', () => {
     const version = execFileSync('env', ['-i', exe, '--version'], { encoding: 'utf8' });
     expect(version).toContain(`crishim ${VERSION}`);
     expect(version).toMatch(/Docker API \d+\.\d+/);
-    const doctor = spawnSync('env', ['-i', exe, 'doctor', '--root-directory', path.join(work, 'doctor-root')], { encoding: 'utf8' });
+    const doctor = spawnSync('env', ['-i', exe, 'doctor', '--root-directory', path.join(work, 'doctor-root')], {
+      encoding: 'utf8',
+    });
     expect(doctor.stdout).toMatch(/^ok +docker-endpoint/m);
     expect(doctor.status).toBe(0);
   });
@@ -165,7 +208,12 @@ describePkg('npm run package', () => {
         expect(st.status?.network?.ip).toMatch(/^10\.88\.244\./);
         const { container_id: ctr } = await call(h!.runtime, 'CreateContainer', {
           pod_sandbox_id: podId,
-          config: { metadata: { name: 'web', attempt: 0 }, image: { image: BUSYBOX }, command: ['httpd', '-f', '-p', '8080', '-h', '/etc'], log_path: 'web/0.log' },
+          config: {
+            metadata: { name: 'web', attempt: 0 },
+            image: { image: BUSYBOX },
+            command: ['httpd', '-f', '-p', '8080', '-h', '/etc'],
+            log_path: 'web/0.log',
+          },
           sandbox_config: config,
         });
         await call(h!.runtime, 'StartContainer', { container_id: ctr });

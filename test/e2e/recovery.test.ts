@@ -1,7 +1,17 @@
 import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { BUSYBOX, call, codeOf, containersOfPod, podConfig, reservedIps, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  containersOfPod,
+  podConfig,
+  reservedIps,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 jest.setTimeout(300_000);
 
@@ -20,9 +30,14 @@ async function podNetns(): Promise<string[]> {
   const prefix = h.cni.subnet.split('.').slice(0, 3).join('.') + '.';
   const out: string[] = [];
   // `default` is the host's own namespace, where the bridge gateway lives
-  for (const f of (await fsp.readdir('/var/run/docker/netns').catch(() => [] as string[])).filter((n) => n !== 'default')) {
+  for (const f of (await fsp.readdir('/var/run/docker/netns').catch(() => [] as string[])).filter(
+    (n) => n !== 'default',
+  )) {
     try {
-      const addrs = execFileSync('nsenter', [`--net=/var/run/docker/netns/${f}`, 'ip', '-4', '-o', 'addr'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      const addrs = execFileSync('nsenter', [`--net=/var/run/docker/netns/${f}`, 'ip', '-4', '-o', 'addr'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       if (addrs.includes(` ${prefix}`)) out.push(f);
     } catch {
       /* not a live namespace */
@@ -58,29 +73,26 @@ describe.each([
   ['sandbox:after-network', 'pod network'],
   // host-network checkpoints are written `ready` before the start
   ['sandbox:after-checkpoint', 'host network'],
-])(
-  'kill -9 during RunPodSandbox at %s (%s)',
-  (point, network) => {
-    it('leaves nothing behind once crishim restarts and the kubelet retries', async () => {
-      const name = `crash-${point.replace(/[^a-z]/g, '-')}${network === 'host network' ? '-host' : ''}`;
-      const extra = network === 'host network' ? HOST_NETWORK : {};
-      const config = podConfig(name, extra);
-      await h.restart({ env: { CRISHIM_CRASH_AT: point } });
-      const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
-      expect(err.code).toBeGreaterThan(0);
-      await h.relaunch({ CRISHIM_CRASH_AT: '' });
-      // start-up reconciliation already undid the half-made sandbox
-      expect((await call(h.runtime, 'ListPodSandbox', { filter: { label_selector: { test: name } } })).items).toEqual([]);
-      await expectNothingLeft((config.metadata as { uid: string }).uid);
-      await kubeletCleanup(name);
-      await expectNothingLeft((config.metadata as { uid: string }).uid);
-      // and the node still works
-      const again = await call(h.runtime, 'RunPodSandbox', { config: podConfig(name, extra) });
-      await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
-      await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
-    });
-  },
-);
+])('kill -9 during RunPodSandbox at %s (%s)', (point, network) => {
+  it('leaves nothing behind once crishim restarts and the kubelet retries', async () => {
+    const name = `crash-${point.replace(/[^a-z]/g, '-')}${network === 'host network' ? '-host' : ''}`;
+    const extra = network === 'host network' ? HOST_NETWORK : {};
+    const config = podConfig(name, extra);
+    await h.restart({ env: { CRISHIM_CRASH_AT: point } });
+    const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+    expect(err.code).toBeGreaterThan(0);
+    await h.relaunch({ CRISHIM_CRASH_AT: '' });
+    // start-up reconciliation already undid the half-made sandbox
+    expect((await call(h.runtime, 'ListPodSandbox', { filter: { label_selector: { test: name } } })).items).toEqual([]);
+    await expectNothingLeft((config.metadata as { uid: string }).uid);
+    await kubeletCleanup(name);
+    await expectNothingLeft((config.metadata as { uid: string }).uid);
+    // and the node still works
+    const again = await call(h.runtime, 'RunPodSandbox', { config: podConfig(name, extra) });
+    await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: again.pod_sandbox_id });
+  });
+});
 
 describe('kill -9 during CreateContainer', () => {
   it('leaves nothing behind after the kubelet removes the sandbox', async () => {
@@ -110,7 +122,11 @@ describe('start-up reconciliation', () => {
     // what another crishim (other root directory) has between create and checkpoint
     const foreign = await docker.createContainer({
       Image: 'registry.k8s.io/pause:3.10',
-      Labels: { 'io.kubernetes.docker.type': 'podsandbox', 'io.crishim.created': '1', 'io.crishim.root': '/var/lib/other-crishim' },
+      Labels: {
+        'io.kubernetes.docker.type': 'podsandbox',
+        'io.crishim.created': '1',
+        'io.crishim.root': '/var/lib/other-crishim',
+      },
     });
     try {
       await h.restart();

@@ -64,7 +64,9 @@ export async function startRegistry(auth?: { user: string; password: string }): 
   }
   await fsp.writeFile(path.join(dir, 'config.yml'), lines.join('\n') + '\n');
   const fd = openSync(logFile, 'a');
-  const proc: ChildProcess = spawn('docker-registry', ['serve', path.join(dir, 'config.yml')], { stdio: ['ignore', fd, fd] });
+  const proc: ChildProcess = spawn('docker-registry', ['serve', path.join(dir, 'config.yml')], {
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
 
@@ -85,7 +87,9 @@ export async function startRegistry(auth?: { user: string; password: string }): 
   if (code !== 200 && code !== 401) {
     const log = await fsp.readFile(logFile, 'utf8').catch(() => '');
     await stop();
-    throw new Error(`docker-registry did not come up on 127.0.0.1:${port} (last status ${code}); log:\n${log.slice(-2000)}`);
+    throw new Error(
+      `docker-registry did not come up on 127.0.0.1:${port} (last status ${code}); log:\n${log.slice(-2000)}`,
+    );
   }
 
   return {
@@ -121,10 +125,13 @@ export async function startStallingProxy(reg: Registry): Promise<StallingProxy> 
       req.socket.once('close', () => (closed += 1));
       return; // never answered
     }
-    const up = http.request({ host: targetHost, port: Number(targetPort), method: req.method, path: req.url, headers: req.headers }, (ures) => {
-      res.writeHead(ures.statusCode ?? 502, ures.headers);
-      ures.pipe(res);
-    });
+    const up = http.request(
+      { host: targetHost, port: Number(targetPort), method: req.method, path: req.url, headers: req.headers },
+      (ures) => {
+        res.writeHead(ures.statusCode ?? 502, ures.headers);
+        ures.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   });

@@ -32,7 +32,12 @@ async function waitFor(fn: () => Promise<unknown>, what: string, ms = 60_000): P
 }
 
 beforeAll(async () => {
-  dockerd = await startPrivateDockerd({ bridge: 'crishim-d2', tcp: true, images: ['registry.k8s.io/pause:3.10', BUSYBOX], from: docker });
+  dockerd = await startPrivateDockerd({
+    bridge: 'crishim-d2',
+    tcp: true,
+    images: ['registry.k8s.io/pause:3.10', BUSYBOX],
+    from: docker,
+  });
   dir = dockerd.dir;
   tcpEndpoint = dockerd.tcpEndpoint as string;
   remote = dockerd.api;
@@ -75,21 +80,33 @@ describe('a remote Docker endpoint', () => {
     h = await startCrishim({ subnetIndex: 236, args: ['--docker-endpoint', tcpEndpoint] });
     const crishim = h;
     const handler = 'crishim-e2e-alt';
-    const refused = await codeOf(call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler }));
+    const refused = await codeOf(
+      call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler }),
+    );
     expect(refused.code).toBe(status.INVALID_ARGUMENT);
     expect(refused.details).toContain(handler);
     // what an operator does: add the runtime to daemon.json and reload dockerd (SIGHUP)
     await fsp.writeFile(dockerd.configFile, JSON.stringify({ runtimes: { [handler]: { path: 'runc' } } }));
     dockerd.signal('SIGHUP');
-    await waitFor(async () => {
-      const info = (await remote.info()) as { Runtimes?: Record<string, unknown> };
-      if (!info.Runtimes?.[handler]) throw new Error('dockerd has not reloaded yet');
-    }, 'dockerd did not reload', 20_000);
+    await waitFor(
+      async () => {
+        const info = (await remote.info()) as { Runtimes?: Record<string, unknown> };
+        if (!info.Runtimes?.[handler]) throw new Error('dockerd has not reloaded yet');
+      },
+      'dockerd did not reload',
+      20_000,
+    );
     // engine info is cached for a minute; the reload event must refresh it well before that
     let id = '';
-    await waitFor(async () => {
-      id = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler })).pod_sandbox_id;
-    }, 'the new runtime handler was still refused', 20_000);
+    await waitFor(
+      async () => {
+        id = (
+          await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('alt-runtime'), runtime_handler: handler })
+        ).pod_sandbox_id;
+      },
+      'the new runtime handler was still refused',
+      20_000,
+    );
     expect((await remote.getContainer(id).inspect()).HostConfig.Runtime).toBe(handler);
     await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
     await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
@@ -112,23 +129,38 @@ describe('a Docker Engine outage', () => {
     const crishim = h;
     const events: string[] = [];
     const stream = crishim.runtime.GetContainerEvents({});
-    stream.on('data', (e: { container_id: string; container_event_type: string }) => events.push(`${e.container_id}:${e.container_event_type}`));
+    stream.on('data', (e: { container_id: string; container_event_type: string }) =>
+      events.push(`${e.container_id}:${e.container_event_type}`),
+    );
     stream.on('error', () => undefined);
     // the subscription is live once a first pod's events arrive; from then on nothing may be missed
     const probe = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('events-probe') })).pod_sandbox_id;
-    await waitFor(async () => {
-      if (!events.includes(`${probe}:CONTAINER_STARTED_EVENT`)) throw new Error('no event yet');
-    }, 'the event subscription never delivered', 20_000);
+    await waitFor(
+      async () => {
+        if (!events.includes(`${probe}:CONTAINER_STARTED_EVENT`)) throw new Error('no event yet');
+      },
+      'the event subscription never delivered',
+      20_000,
+    );
     // a running pod, which dies with the engine and vanishes while crishim cannot hear about it
-    const before = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('before-outage') })).pod_sandbox_id;
+    const before = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('before-outage') }))
+      .pod_sandbox_id;
     // a never-started pause container of ours, left from before this crishim started (its start-up pass could not see it)
     const leftover = await remote.createContainer({
       Image: 'registry.k8s.io/pause:3.10',
-      Labels: { 'io.kubernetes.docker.type': 'podsandbox', 'io.crishim.created': '1', 'io.crishim.root': crishim.rootDir },
+      Labels: {
+        'io.kubernetes.docker.type': 'podsandbox',
+        'io.crishim.created': '1',
+        'io.crishim.root': crishim.rootDir,
+      },
     });
-    await waitFor(async () => {
-      if (!events.includes(`${before}:CONTAINER_STARTED_EVENT`)) throw new Error('no start event yet');
-    }, 'no start event before the outage', 20_000);
+    await waitFor(
+      async () => {
+        if (!events.includes(`${before}:CONTAINER_STARTED_EVENT`)) throw new Error('no start event yet');
+      },
+      'no start event before the outage',
+      20_000,
+    );
 
     await dockerd.stop();
     // gone for good: the restarted engine never emits a destroy event for it
@@ -142,25 +174,44 @@ describe('a Docker Engine outage', () => {
     expect(runtimeReady?.message).toMatch(/docker/i);
 
     await dockerd.start();
-    await waitFor(async () => {
-      const st = await call(crishim.runtime, 'Status', {});
-      if (!st.status?.conditions?.find((c) => c.type === 'RuntimeReady')?.status) throw new Error('still not ready');
-    }, 'RuntimeReady never came back', 30_000);
+    await waitFor(
+      async () => {
+        const st = await call(crishim.runtime, 'Status', {});
+        if (!st.status?.conditions?.find((c) => c.type === 'RuntimeReady')?.status) throw new Error('still not ready');
+      },
+      'RuntimeReady never came back',
+      30_000,
+    );
     const config = podConfig('after-outage');
     const { pod_sandbox_id: id } = await call(crishim.runtime, 'RunPodSandbox', { config });
     // the event stream resubscribed to the restarted engine
-    await waitFor(async () => {
-      if (!events.includes(`${id}:CONTAINER_STARTED_EVENT`)) throw new Error(`no event yet: ${events.join(',')}`);
-    }, 'no event after the outage', 20_000);
+    await waitFor(
+      async () => {
+        if (!events.includes(`${id}:CONTAINER_STARTED_EVENT`)) throw new Error(`no event yet: ${events.join(',')}`);
+      },
+      'no event after the outage',
+      20_000,
+    );
     // the vanished pod is reported stopped and deleted, once each, before the new pod's events
     const mine = events.filter((e) => e.startsWith(`${before}:`));
-    expect(mine).toEqual([`${before}:CONTAINER_CREATED_EVENT`, `${before}:CONTAINER_STARTED_EVENT`, `${before}:CONTAINER_STOPPED_EVENT`, `${before}:CONTAINER_DELETED_EVENT`]);
-    expect(events.indexOf(`${before}:CONTAINER_DELETED_EVENT`)).toBeLessThan(events.indexOf(`${id}:CONTAINER_STARTED_EVENT`));
+    expect(mine).toEqual([
+      `${before}:CONTAINER_CREATED_EVENT`,
+      `${before}:CONTAINER_STARTED_EVENT`,
+      `${before}:CONTAINER_STOPPED_EVENT`,
+      `${before}:CONTAINER_DELETED_EVENT`,
+    ]);
+    expect(events.indexOf(`${before}:CONTAINER_DELETED_EVENT`)).toBeLessThan(
+      events.indexOf(`${id}:CONTAINER_STARTED_EVENT`),
+    );
     // reconciliation ran again once the engine was back
-    await waitFor(async () => {
-      const left = await remote.listContainers({ all: true, filters: { id: [leftover.id] } });
-      if (left.length > 0) throw new Error(`${leftover.id} is still there`);
-    }, 'the leftover pause container was not reconciled after the outage', 20_000);
+    await waitFor(
+      async () => {
+        const left = await remote.listContainers({ all: true, filters: { id: [leftover.id] } });
+        if (left.length > 0) throw new Error(`${leftover.id} is still there`);
+      },
+      'the leftover pause container was not reconciled after the outage',
+      20_000,
+    );
     stream.cancel();
     for (const pod of [id, before, probe]) {
       await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
@@ -186,7 +237,10 @@ describe('container logs across a Docker restart (json-file read locally)', () =
     h = await startCrishim({ subnetIndex: 238, args: ['--docker-endpoint', dockerd.socketEndpoint] });
     const crishim = h;
     const logDir = path.join(crishim.dir, 'pods', 'restart');
-    const config = podConfig('logs-restart', { log_directory: logDir, linux: { security_context: { namespace_options: { network: 'NODE' } } } });
+    const config = podConfig('logs-restart', {
+      log_directory: logDir,
+      linux: { security_context: { namespace_options: { network: 'NODE' } } },
+    });
     const { pod_sandbox_id: pod } = await call(crishim.runtime, 'RunPodSandbox', { config });
     const { container_id: id } = await call(crishim.runtime, 'CreateContainer', {
       pod_sandbox_id: pod,
@@ -201,9 +255,13 @@ describe('container logs across a Docker restart (json-file read locally)', () =
     });
     await call(crishim.runtime, 'StartContainer', { container_id: id });
     const file = path.join(logDir, 'counter.log');
-    await waitFor(async () => {
-      if (!(await fsp.readFile(file, 'utf8').catch(() => '')).includes('n=5000\n')) throw new Error('not yet');
-    }, 'the copy never got going', 30_000);
+    await waitFor(
+      async () => {
+        if (!(await fsp.readFile(file, 'utf8').catch(() => '')).includes('n=5000\n')) throw new Error('not yet');
+      },
+      'the copy never got going',
+      30_000,
+    );
 
     // the engine goes down mid-stream (its containers with it) and comes back
     await dockerd.restart();
@@ -212,10 +270,14 @@ describe('container logs across a Docker restart (json-file read locally)', () =
     const stored = (await fsp.readFile(jsonPath, 'utf8')).trimEnd().split('\n');
     const last = Number(/n=(\d+)/.exec(stored[stored.length - 1])?.[1]);
     expect(last).toBeGreaterThan(5000);
-    await waitFor(async () => {
-      const n = numbersOf(await fsp.readFile(file, 'utf8'));
-      if (n[n.length - 1] !== last) throw new Error(`at ${n[n.length - 1]} of ${last}`);
-    }, 'the lines written before the restart were not all copied', 30_000);
+    await waitFor(
+      async () => {
+        const n = numbersOf(await fsp.readFile(file, 'utf8'));
+        if (n[n.length - 1] !== last) throw new Error(`at ${n[n.length - 1]} of ${last}`);
+      },
+      'the lines written before the restart were not all copied',
+      30_000,
+    );
     expect(numbersOf(await fsp.readFile(file, 'utf8'))).toEqual(upTo(last));
 
     await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });

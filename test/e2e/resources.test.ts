@@ -1,7 +1,17 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, containersOfPod, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 /**
  * Resources and hostile config against the real Docker Engine. This host runs cgroup v1
@@ -27,7 +37,11 @@ afterAll(async () => {
   await teardown(h);
 });
 
-const cgroupV2 = (): Promise<boolean> => fsp.stat('/sys/fs/cgroup/cgroup.controllers').then(() => true, () => false);
+const cgroupV2 = (): Promise<boolean> =>
+  fsp.stat('/sys/fs/cgroup/cgroup.controllers').then(
+    () => true,
+    () => false,
+  );
 
 function create(name: string, resources: Record<string, unknown>): Promise<{ container_id: string }> {
   return call(h.runtime, 'CreateContainer', {
@@ -54,16 +68,25 @@ describe('container resources on this host', () => {
   });
 
   it('runs a container with hugepage limits although the host has no hugetlb controller', async () => {
-    const { container_id: id } = await create('huge', { memory_limit_in_bytes: '67108864', hugepage_limits: [{ page_size: '2MB', limit: '0' }] });
+    const { container_id: id } = await create('huge', {
+      memory_limit_in_bytes: '67108864',
+      hugepage_limits: [{ page_size: '2MB', limit: '0' }],
+    });
     await call(h.runtime, 'StartContainer', { container_id: id });
     const st = (await call(h.runtime, 'ContainerStatus', { container_id: id })).status;
     expect(st?.state).toBe('CONTAINER_RUNNING');
     expect(st?.resources?.linux?.memory_limit_in_bytes).toBe('67108864');
     // nothing is enforced here, so nothing is reported as applied
     expect(st?.resources?.linux?.hugepage_limits).toEqual([]);
-    await call(h.runtime, 'UpdateContainerResources', { container_id: id, linux: { memory_limit_in_bytes: '134217728', hugepage_limits: [{ page_size: '2MB', limit: '0' }] } });
+    await call(h.runtime, 'UpdateContainerResources', {
+      container_id: id,
+      linux: { memory_limit_in_bytes: '134217728', hugepage_limits: [{ page_size: '2MB', limit: '0' }] },
+    });
     expect((await docker.getContainer(id).inspect()).HostConfig.Memory).toBe(134217728);
-    await call(h.runtime, 'UpdateContainerResources', { container_id: id, linux: { hugepage_limits: [{ page_size: '2MB', limit: '0' }] } });
+    await call(h.runtime, 'UpdateContainerResources', {
+      container_id: id,
+      linux: { hugepage_limits: [{ page_size: '2MB', limit: '0' }] },
+    });
     // said once per daemon, not per container or call
     const log = await fsp.readFile(h.logFile, 'utf8');
     expect(log.match(/no hugetlb cgroup controller/g)).toHaveLength(1);
@@ -73,15 +96,24 @@ describe('container resources on this host', () => {
 
   it('refuses malformed hugepage limits and cpusets, naming the field', async () => {
     const bad = await codeOf(create('badhuge', { hugepage_limits: [{ page_size: '2M', limit: '0' }] }));
-    expect(bad).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringMatching(/hugepage_limits\[0\]\.page_size/) });
+    expect(bad).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringMatching(/hugepage_limits\[0\]\.page_size/),
+    });
     const cpus = await codeOf(create('badcpus', { cpuset_cpus: '0-' }));
-    expect(cpus).toMatchObject({ code: status.INVALID_ARGUMENT, details: expect.stringMatching(/resources\.cpuset_cpus/) });
+    expect(cpus).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringMatching(/resources\.cpuset_cpus/),
+    });
   });
 });
 
 describe('hostile pod config', () => {
   it.each([
-    ['config.dns_config.servers[0]', { dns_config: { servers: ['10.0.0.1\nnameserver 6.6.6.6'], searches: [], options: [] } }],
+    [
+      'config.dns_config.servers[0]',
+      { dns_config: { servers: ['10.0.0.1\nnameserver 6.6.6.6'], searches: [], options: [] } },
+    ],
     ['config.dns_config.options[0]', { dns_config: { servers: [], searches: [], options: ['ndots:1 debug'] } }],
     ['config.linux.cgroup_parent', { linux: { cgroup_parent: '/kubepods/../../escape' } }],
     ['config.linux.sysctls', { linux: { sysctls: { 'net.core.somaxconn': '1\nkernel.panic=1' } } }],

@@ -7,7 +7,17 @@ import { randomBytes } from 'crypto';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
-import { call, codeOf, containersOfPod, docker, podConfig, reservedIps, startCrishim, teardown, type Crishim } from './harness';
+import {
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  reservedIps,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 import { startRegistry, type Registry } from './registry';
 
 jest.setTimeout(180_000);
@@ -20,18 +30,23 @@ let pauseRef: string;
 let h: Crishim | undefined;
 
 async function dockerHas(ref: string): Promise<boolean> {
-  return docker.getImage(ref).inspect().then(
-    () => true,
-    (err: { statusCode?: number }) => {
-      if (err.statusCode === 404) return false;
-      throw err;
-    },
-  );
+  return docker
+    .getImage(ref)
+    .inspect()
+    .then(
+      () => true,
+      (err: { statusCode?: number }) => {
+        if (err.statusCode === 404) return false;
+        throw err;
+      },
+    );
 }
 
 /** Everything a sandbox of `uid` could leave: containers, checkpoints, CNI cache entries, IP reservations. */
 async function leftovers(d: Crishim, uid: string): Promise<unknown[]> {
-  const checkpoints = (await fsp.readdir(path.join(d.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json'));
+  const checkpoints = (await fsp.readdir(path.join(d.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) =>
+    f.endsWith('.json'),
+  );
   const cache = await fsp.readdir(d.cniCacheDir).catch(() => [] as string[]);
   return [...(await containersOfPod(uid)), ...checkpoints, ...cache, ...(await reservedIps(d.cni.ipamDir))];
 }
@@ -58,7 +73,10 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await docker.getImage(pauseRef).remove({ force: true }).catch(() => undefined);
+  await docker
+    .getImage(pauseRef)
+    .remove({ force: true })
+    .catch(() => undefined);
   await reg?.stop();
 });
 
@@ -70,7 +88,9 @@ it('pulls an absent sandbox image, runs the pod from it and reports the runtime 
   const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config, runtime_handler: 'runc' });
 
   expect(await dockerHas(pauseRef)).toBe(true);
-  expect((await reg.requests(new RegExp(`(GET|HEAD) /v2/crishim-pause-${RUN}/manifests/e2e`))).length).toBeGreaterThan(0);
+  expect((await reg.requests(new RegExp(`(GET|HEAD) /v2/crishim-pause-${RUN}/manifests/e2e`))).length).toBeGreaterThan(
+    0,
+  );
   const info = await docker.getContainer(id).inspect();
   expect(info.Config.Image).toBe(pauseRef);
   expect(info.HostConfig.Runtime).toBe('runc');

@@ -2,7 +2,18 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
 import { lowestOomScoreAdj } from '../../src/docker/oom-score';
-import { call, codeOf, containersOfPod, docker, podConfig, reservedIps, sh, startCrishim, teardown, type Crishim } from './harness';
+import {
+  call,
+  codeOf,
+  containersOfPod,
+  docker,
+  podConfig,
+  reservedIps,
+  sh,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 jest.setTimeout(120_000);
 
@@ -18,7 +29,9 @@ function ipInSubnet(ip: string, subnet: string): boolean {
 }
 
 async function checkpointFiles(): Promise<string[]> {
-  return (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json'));
+  return (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) =>
+    f.endsWith('.json'),
+  );
 }
 
 async function cacheFiles(): Promise<string[]> {
@@ -144,7 +157,9 @@ describe('bad requests', () => {
     expect(slash.details).toMatch(/metadata\.name/);
     const empty = await codeOf(call(h.runtime, 'RunPodSandbox', {}));
     expect(empty.code).toBe(status.INVALID_ARGUMENT);
-    const handler = await codeOf(call(h.runtime, 'RunPodSandbox', { config: podConfig('rh'), runtime_handler: 'no-such-runtime' }));
+    const handler = await codeOf(
+      call(h.runtime, 'RunPodSandbox', { config: podConfig('rh'), runtime_handler: 'no-such-runtime' }),
+    );
     expect(handler.code).toBe(status.INVALID_ARGUMENT);
     expect(handler.details).toMatch(/no-such-runtime/);
   });
@@ -240,7 +255,17 @@ describe('daemon restart', () => {
 describe('socket handling', () => {
   it('refuses to start over a live socket', async () => {
     const { spawnSync } = await import('child_process');
-    const r = spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'dist', 'main.js'), '--container-runtime-endpoint', `unix://${h.socket}`, '--root-directory', path.join(h.dir, 'other')], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        path.join(__dirname, '..', '..', 'dist', 'main.js'),
+        '--container-runtime-endpoint',
+        `unix://${h.socket}`,
+        '--root-directory',
+        path.join(h.dir, 'other'),
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/already serving/);
     // the live daemon is unharmed
@@ -257,4 +282,3 @@ describe('socket handling', () => {
     expect(r.details).toContain('CheckpointPod');
   });
 });
-

@@ -12,7 +12,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 function exitOf(proc: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return resolve({ code: proc.exitCode, signal: proc.signalCode });
+    if (proc.exitCode !== null || proc.signalCode !== null)
+      return resolve({ code: proc.exitCode, signal: proc.signalCode });
     proc.once('exit', (code, signal) => resolve({ code, signal }));
   });
 }
@@ -47,7 +48,11 @@ describe('graceful shutdown', () => {
     });
     await call(h.runtime, 'StartContainer', { container_id: ctr });
 
-    const slow = call(h.runtime, 'ExecSync', { container_id: ctr, cmd: ['sh', '-c', 'sleep 2; echo finished'], timeout: '0' });
+    const slow = call(h.runtime, 'ExecSync', {
+      container_id: ctr,
+      cmd: ['sh', '-c', 'sleep 2; echo finished'],
+      timeout: '0',
+    });
     await execRunning(ctr);
     const exited = exitOf(h.proc);
     h.proc.kill('SIGTERM');

@@ -23,21 +23,39 @@ describe('systemd socket activation (fd://)', () => {
   it('answers a client that connected before the daemon started', async () => {
     const socket = path.join(dir, 'crishim.sock');
     // systemd-socket-activate listens, then starts crishim on the first connection with LISTEN_FDS=1
-    activator = spawn('systemd-socket-activate', [
-      '-l', socket,
-      process.execPath, path.join(REPO, 'dist', 'main.js'),
-      '--container-runtime-endpoint', 'fd://',
-      '--root-directory', path.join(dir, 'root'),
-      '--network-plugin', 'none',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    activator = spawn(
+      'systemd-socket-activate',
+      [
+        '-l',
+        socket,
+        process.execPath,
+        path.join(REPO, 'dist', 'main.js'),
+        '--container-runtime-endpoint',
+        'fd://',
+        '--root-directory',
+        path.join(dir, 'root'),
+        '--network-plugin',
+        'none',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     activator.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     for (let i = 0; i < 100; i++) {
-      if (await fsp.stat(socket).then(() => true, () => false)) break;
+      if (
+        await fsp.stat(socket).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const proto = loadCriProto();
-    const client = new proto.runtime.v1.RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as RuntimeServiceClient;
+    const client = new proto.runtime.v1.RuntimeService(
+      `unix://${socket}`,
+      grpc.credentials.createInsecure(),
+    ) as unknown as RuntimeServiceClient;
     try {
       // the first call is what makes the activator start crishim
       const v = await call(client, 'Version', {}, 30_000);

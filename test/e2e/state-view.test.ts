@@ -49,10 +49,18 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms
   }
 }
 
-const typesOf = (events: Ev[], id: string): string[] => events.filter((e) => e.container_id === id).map((e) => e.container_event_type.replace(/^CONTAINER_|_EVENT$/g, ''));
+const typesOf = (events: Ev[], id: string): string[] =>
+  events.filter((e) => e.container_id === id).map((e) => e.container_event_type.replace(/^CONTAINER_|_EVENT$/g, ''));
 
-async function runPod(h: Crishim, name: string, hostNetwork = true): Promise<{ pod: string; ctr: string; config: Record<string, unknown> }> {
-  const config = podConfig(name, hostNetwork ? { linux: { security_context: { namespace_options: { network: 'NODE' } } } } : {});
+async function runPod(
+  h: Crishim,
+  name: string,
+  hostNetwork = true,
+): Promise<{ pod: string; ctr: string; config: Record<string, unknown> }> {
+  const config = podConfig(
+    name,
+    hostNetwork ? { linux: { security_context: { namespace_options: { network: 'NODE' } } } } : {},
+  );
   const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
   const { container_id: ctr } = await call(h.runtime, 'CreateContainer', {
     pod_sandbox_id: pod,
@@ -93,19 +101,40 @@ describe('changes made behind crishim’s back', () => {
     expect(await listState(ctr)).toBe('CONTAINER_RUNNING');
 
     await docker.getContainer(ctr).kill();
-    await within('ListContainers after docker kill', () => listState(ctr), (s) => s === 'CONTAINER_EXITED');
-    const killed = await within('ContainerStatus after docker kill', () => call(h.runtime, 'ContainerStatus', { container_id: ctr }), (r) => r.status?.state === 'CONTAINER_EXITED');
+    await within(
+      'ListContainers after docker kill',
+      () => listState(ctr),
+      (s) => s === 'CONTAINER_EXITED',
+    );
+    const killed = await within(
+      'ContainerStatus after docker kill',
+      () => call(h.runtime, 'ContainerStatus', { container_id: ctr }),
+      (r) => r.status?.state === 'CONTAINER_EXITED',
+    );
     expect(killed.status?.exit_code).toBe(137);
     expect(BigInt(killed.status?.finished_at ?? '0')).toBeGreaterThan(0n);
 
     await docker.getContainer(ctr).remove({ force: true });
-    await within('ListContainers after docker rm -f', () => listState(ctr), (s) => s === 'absent');
-    await within('ContainerStatus after docker rm -f', () => statusState(ctr), (s) => s === 'not found');
+    await within(
+      'ListContainers after docker rm -f',
+      () => listState(ctr),
+      (s) => s === 'absent',
+    );
+    await within(
+      'ContainerStatus after docker rm -f',
+      () => statusState(ctr),
+      (s) => s === 'not found',
+    );
     expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: ctr }))).code).toBe(status.NOT_FOUND);
 
     await docker.getContainer(pod).stop({ t: 0 });
-    const sandboxState = async (): Promise<string> => (await call(h.runtime, 'ListPodSandbox', {})).items.find((s) => s.id === pod)?.state ?? 'absent';
-    await within('ListPodSandbox after docker stop of the pause container', sandboxState, (s) => s === 'SANDBOX_NOTREADY');
+    const sandboxState = async (): Promise<string> =>
+      (await call(h.runtime, 'ListPodSandbox', {})).items.find((s) => s.id === pod)?.state ?? 'absent';
+    await within(
+      'ListPodSandbox after docker stop of the pause container',
+      sandboxState,
+      (s) => s === 'SANDBOX_NOTREADY',
+    );
     await within(
       'PodSandboxStatus after docker stop of the pause container',
       async () => (await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: pod })).status?.state,
@@ -118,7 +147,9 @@ describe('changes made behind crishim’s back', () => {
     expect(typesOf(sub.events, ctr)).toEqual(['CREATED', 'STARTED', 'STOPPED', 'DELETED']);
     expect(typesOf(sub.events, pod)).toEqual(['CREATED', 'STARTED', 'STOPPED']);
     // each event's statuses match the transition it reports
-    const stopped = sub.events.find((e) => e.container_id === ctr && e.container_event_type === 'CONTAINER_STOPPED_EVENT');
+    const stopped = sub.events.find(
+      (e) => e.container_id === ctr && e.container_event_type === 'CONTAINER_STOPPED_EVENT',
+    );
     expect(stopped?.containers_statuses.find((s) => s.id === ctr)?.state).toBe('CONTAINER_EXITED');
     await removePod(h, pod);
   });
@@ -134,14 +165,30 @@ describe('changes made behind crishim’s back', () => {
       HostConfig: { NetworkMode: `container:${pod}` },
     });
     try {
-      await within('ListContainers after docker create', () => listState(foreign.id), (s) => s === 'CONTAINER_CREATED');
+      await within(
+        'ListContainers after docker create',
+        () => listState(foreign.id),
+        (s) => s === 'CONTAINER_CREATED',
+      );
       await foreign.start();
-      await within('ListContainers after docker start', () => listState(foreign.id), (s) => s === 'CONTAINER_RUNNING');
-      await within('ContainerStatus after docker start', () => statusState(foreign.id), (s) => s === 'CONTAINER_RUNNING');
+      await within(
+        'ListContainers after docker start',
+        () => listState(foreign.id),
+        (s) => s === 'CONTAINER_RUNNING',
+      );
+      await within(
+        'ContainerStatus after docker start',
+        () => statusState(foreign.id),
+        (s) => s === 'CONTAINER_RUNNING',
+      );
     } finally {
       await foreign.remove({ force: true }).catch(() => undefined);
     }
-    await within('ListContainers after the foreign container is removed', () => listState(foreign.id), (s) => s === 'absent');
+    await within(
+      'ListContainers after the foreign container is removed',
+      () => listState(foreign.id),
+      (s) => s === 'absent',
+    );
     await removePod(h, pod);
   });
 
@@ -161,7 +208,11 @@ describe('changes made behind crishim’s back', () => {
     }
     for (const id of ids) {
       await waitFor(`${id} to exit`, async () => (await docker.getContainer(id).inspect()).State.Status === 'exited');
-      await within('ListContainers after a container exited', () => listState(id), (s) => s === 'CONTAINER_EXITED');
+      await within(
+        'ListContainers after a container exited',
+        () => listState(id),
+        (s) => s === 'CONTAINER_EXITED',
+      );
     }
     for (const id of ids) await call(h.runtime, 'RemoveContainer', { container_id: id });
     await waitFor('every deleted event', () => ids.every((id) => typesOf(sub.events, id).includes('DELETED')));
@@ -178,7 +229,11 @@ describe('across a Docker Engine restart', () => {
   let h: Crishim | undefined;
 
   beforeAll(async () => {
-    dockerd = await startPrivateDockerd({ bridge: 'crishim-sv2', images: ['registry.k8s.io/pause:3.10', BUSYBOX], from: docker });
+    dockerd = await startPrivateDockerd({
+      bridge: 'crishim-sv2',
+      images: ['registry.k8s.io/pause:3.10', BUSYBOX],
+      from: docker,
+    });
     remote = dockerd.api;
     h = await startCrishim({ subnetIndex: 248, args: ['--docker-endpoint', dockerd.socketEndpoint] });
   });
@@ -205,10 +260,20 @@ describe('across a Docker Engine restart', () => {
       async () => (await call(crishim.runtime, 'ListContainers', {}).catch(() => undefined)) !== undefined,
       30_000,
     );
-    expect((await call(crishim.runtime, 'ListContainers', {})).containers.find((c) => c.id === ctr)?.state).toBe('CONTAINER_EXITED');
-    expect((await call(crishim.runtime, 'ListPodSandbox', {})).items.find((s) => s.id === pod)?.state).toBe('SANDBOX_NOTREADY');
-    expect((await call(crishim.runtime, 'ContainerStatus', { container_id: ctr })).status?.state).toBe('CONTAINER_EXITED');
-    await waitFor('the stopped events', () => typesOf(sub.events, ctr).includes('STOPPED') && typesOf(sub.events, pod).includes('STOPPED'), 30_000);
+    expect((await call(crishim.runtime, 'ListContainers', {})).containers.find((c) => c.id === ctr)?.state).toBe(
+      'CONTAINER_EXITED',
+    );
+    expect((await call(crishim.runtime, 'ListPodSandbox', {})).items.find((s) => s.id === pod)?.state).toBe(
+      'SANDBOX_NOTREADY',
+    );
+    expect((await call(crishim.runtime, 'ContainerStatus', { container_id: ctr })).status?.state).toBe(
+      'CONTAINER_EXITED',
+    );
+    await waitFor(
+      'the stopped events',
+      () => typesOf(sub.events, ctr).includes('STOPPED') && typesOf(sub.events, pod).includes('STOPPED'),
+      30_000,
+    );
 
     // after the restart the view is fed by the new event stream: a change behind our back shows at once
     await remote.getContainer(ctr).remove({ force: true });

@@ -27,7 +27,10 @@ let exited: string;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const n = (v: { value?: string } | null | undefined): number => Number(v?.value ?? 'NaN');
 
-async function runPod(name: string, extra: Record<string, unknown> = {}): Promise<{ id: string; config: Record<string, unknown> }> {
+async function runPod(
+  name: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; config: Record<string, unknown> }> {
   const config = podConfig(name, extra);
   const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
   const pod = { id, config };
@@ -35,10 +38,20 @@ async function runPod(name: string, extra: Record<string, unknown> = {}): Promis
   return pod;
 }
 
-async function run(pod: { id: string; config: Record<string, unknown> }, name: string, command: string[], labels: Record<string, string> = {}): Promise<string> {
+async function run(
+  pod: { id: string; config: Record<string, unknown> },
+  name: string,
+  command: string[],
+  labels: Record<string, string> = {},
+): Promise<string> {
   const { container_id: id } = await call(h.runtime, 'CreateContainer', {
     pod_sandbox_id: pod.id,
-    config: { metadata: { name, attempt: 0 }, image: { image: BUSYBOX }, command, labels: { 'stats-e2e': name, ...labels } },
+    config: {
+      metadata: { name, attempt: 0 },
+      image: { image: BUSYBOX },
+      command,
+      labels: { 'stats-e2e': name, ...labels },
+    },
     sandbox_config: pod.config,
   });
   await call(h.runtime, 'StartContainer', { container_id: id });
@@ -50,7 +63,8 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boo
   for (;;) {
     const v = await probe();
     if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: last value ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: last value ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`);
     await sleep(300);
   }
 }
@@ -65,7 +79,12 @@ beforeAll(async () => {
   burner = await run(own, 'burner', ['sh', '-c', 'while :; do :; done'], { role: 'cpu' });
   // the string lives in a shell variable (anonymous memory); the loop keeps this shell alive
   // (ash would exec a last plain command and drop the variable)
-  hog = await run(own, 'hog', ['sh', '-c', `x=$(head -c ${HOG_BYTES} /dev/zero | tr '\\0' a); while true; do sleep 3600; done`], { role: 'mem' });
+  hog = await run(
+    own,
+    'hog',
+    ['sh', '-c', `x=$(head -c ${HOG_BYTES} /dev/zero | tr '\\0' a); while true; do sleep 3600; done`],
+    { role: 'mem' },
+  );
   sleeper = await run(shared, 'sleeper', ['sh', '-c', 'while true; do sleep 3600; done']);
   exited = await run(shared, 'exited', ['true']);
 });
@@ -77,7 +96,20 @@ afterAll(async () => {
   }
   await teardown(h);
   // the pod cgroup this file made (empty once its containers are gone)
-  for (const c of ['memory', 'cpu,cpuacct', 'cpuacct', 'cpu', 'pids', 'blkio', 'cpuset', 'devices', 'freezer', 'systemd', 'unified', '']) {
+  for (const c of [
+    'memory',
+    'cpu,cpuacct',
+    'cpuacct',
+    'cpu',
+    'pids',
+    'blkio',
+    'cpuset',
+    'devices',
+    'freezer',
+    'systemd',
+    'unified',
+    '',
+  ]) {
     await fsp.rmdir(`/sys/fs/cgroup/${c}${PARENT}`).catch(() => undefined);
   }
 });
@@ -88,14 +120,20 @@ it('gives a busy container a CPU rate from its first sample, and a rising counte
   expect(first?.cpu?.usage_nano_cores).not.toBeNull();
   await sleep(1000);
   const second = await containerStats(burner);
-  expect(BigInt(second?.cpu?.usage_core_nano_seconds?.value ?? '0')).toBeGreaterThan(BigInt(first?.cpu?.usage_core_nano_seconds?.value ?? '0'));
+  expect(BigInt(second?.cpu?.usage_core_nano_seconds?.value ?? '0')).toBeGreaterThan(
+    BigInt(first?.cpu?.usage_core_nano_seconds?.value ?? '0'),
+  );
   expect(n(second?.cpu?.usage_nano_cores)).toBeGreaterThan(0);
   expect(second?.attributes?.metadata?.name).toBe('burner');
   expect(second?.writable_layer?.fs_id?.mountpoint).toBeTruthy();
 });
 
 it('shows a working set and RSS near what a container holds', async () => {
-  const s = await until('hog working set', () => containerStats(hog), (v) => n(v?.memory?.working_set_bytes) >= HOG_BYTES * 0.9);
+  const s = await until(
+    'hog working set',
+    () => containerStats(hog),
+    (v) => n(v?.memory?.working_set_bytes) >= HOG_BYTES * 0.9,
+  );
   expect(n(s?.memory?.working_set_bytes)).toBeLessThan(HOG_BYTES * 3);
   expect(n(s?.memory?.rss_bytes)).toBeGreaterThanOrEqual(HOG_BYTES * 0.9);
   expect(n(s?.memory?.usage_bytes)).toBeGreaterThanOrEqual(n(s?.memory?.working_set_bytes));
@@ -106,12 +144,18 @@ it('shows a working set and RSS near what a container holds', async () => {
 it('reads a pod with its own cgroup parent from the pod cgroup (limit included)', async () => {
   // what a kubelet does to a pod cgroup; crishim only reads it
   await fsp.writeFile(`/sys/fs/cgroup/memory${PARENT}/memory.limit_in_bytes`, String(POD_LIMIT));
-  const s = await until('pod working set', () => podStats(own.id), (v) => n(v?.linux?.memory?.working_set_bytes) >= HOG_BYTES * 0.9);
+  const s = await until(
+    'pod working set',
+    () => podStats(own.id),
+    (v) => n(v?.linux?.memory?.working_set_bytes) >= HOG_BYTES * 0.9,
+  );
   const ws = n(s?.linux?.memory?.working_set_bytes);
   expect(n(s?.linux?.memory?.available_bytes)).toBe(POD_LIMIT - ws);
   const ids = s?.linux?.containers?.map((c) => c.attributes?.id).sort();
   expect(ids).toEqual([burner, hog].sort());
-  const burnerCpu = BigInt(s?.linux?.containers?.find((c) => c.attributes?.id === burner)?.cpu?.usage_core_nano_seconds?.value ?? '0');
+  const burnerCpu = BigInt(
+    s?.linux?.containers?.find((c) => c.attributes?.id === burner)?.cpu?.usage_core_nano_seconds?.value ?? '0',
+  );
   expect(BigInt(s?.linux?.cpu?.usage_core_nano_seconds?.value ?? '0')).toBeGreaterThanOrEqual(burnerCpu);
   // pause + burner's shell + hog's shell (and its sleep)
   expect(n(s?.linux?.process?.process_count)).toBeGreaterThanOrEqual(3);
@@ -134,7 +178,11 @@ it('counts pod network bytes after traffic to the pod IP', async () => {
 });
 
 it('answers a stopped container with zero usage, not an error', async () => {
-  await until('exit', async () => (await call(h.runtime, 'ContainerStatus', { container_id: exited })).status?.state, (s) => s === 'CONTAINER_EXITED');
+  await until(
+    'exit',
+    async () => (await call(h.runtime, 'ContainerStatus', { container_id: exited })).status?.state,
+    (s) => s === 'CONTAINER_EXITED',
+  );
   const s = await containerStats(exited);
   expect(s?.attributes?.id).toBe(exited);
   expect(s?.cpu?.usage_core_nano_seconds?.value).toBe('0');
@@ -148,8 +196,12 @@ it('filters ListContainerStats by id prefix, pod and labels; unknown ids are NOT
   expect(await ids({ pod_sandbox_id: shared.id })).toEqual([sleeper, exited].sort());
   expect(await ids({ pod_sandbox_id: own.id, label_selector: { role: 'mem' } })).toEqual([hog]);
   expect(await ids({ label_selector: { 'stats-e2e': 'sleeper' } })).toEqual([sleeper]);
-  expect((await codeOf(call(h.runtime, 'ContainerStats', { container_id: 'f'.repeat(64) }))).code).toBe(status.NOT_FOUND);
-  expect((await codeOf(call(h.runtime, 'PodSandboxStats', { pod_sandbox_id: 'f'.repeat(64) }))).code).toBe(status.NOT_FOUND);
+  expect((await codeOf(call(h.runtime, 'ContainerStats', { container_id: 'f'.repeat(64) }))).code).toBe(
+    status.NOT_FOUND,
+  );
+  expect((await codeOf(call(h.runtime, 'PodSandboxStats', { pod_sandbox_id: 'f'.repeat(64) }))).code).toBe(
+    status.NOT_FOUND,
+  );
   // a pod sandbox id is not a container id
   expect((await codeOf(call(h.runtime, 'ContainerStats', { container_id: own.id }))).code).toBe(status.NOT_FOUND);
   const pod = await call(h.runtime, 'ListPodSandboxStats', { filter: { label_selector: { test: 'stats-own' } } });
@@ -158,38 +210,71 @@ it('filters ListContainerStats by id prefix, pod and labels; unknown ids are NOT
 
 it('streams the same sets as the List RPCs', async () => {
   const mine = new Set([burner, hog, sleeper, exited]);
-  const listed = ((await call(h.runtime, 'ListContainerStats', {})).stats ?? []).map((s) => s.attributes?.id ?? '').filter((id) => mine.has(id));
-  const streamed = (await collect(h.runtime.StreamContainerStats({}))).flatMap((m) => m.container_stats).map((s) => s.attributes?.id ?? '').filter((id) => mine.has(id));
+  const listed = ((await call(h.runtime, 'ListContainerStats', {})).stats ?? [])
+    .map((s) => s.attributes?.id ?? '')
+    .filter((id) => mine.has(id));
+  const streamed = (await collect(h.runtime.StreamContainerStats({})))
+    .flatMap((m) => m.container_stats)
+    .map((s) => s.attributes?.id ?? '')
+    .filter((id) => mine.has(id));
   expect(streamed.sort()).toEqual(listed.sort());
   expect(listed).toHaveLength(4);
 
   const podIds = new Set(pods.map((p) => p.id));
-  const listedPods = ((await call(h.runtime, 'ListPodSandboxStats', {})).stats ?? []).map((s) => s.attributes?.id ?? '').filter((id) => podIds.has(id));
-  const streamedPods = (await collect(h.runtime.StreamPodSandboxStats({}))).flatMap((m) => m.pod_sandbox_stats).map((s) => s.attributes?.id ?? '').filter((id) => podIds.has(id));
+  const listedPods = ((await call(h.runtime, 'ListPodSandboxStats', {})).stats ?? [])
+    .map((s) => s.attributes?.id ?? '')
+    .filter((id) => podIds.has(id));
+  const streamedPods = (await collect(h.runtime.StreamPodSandboxStats({})))
+    .flatMap((m) => m.pod_sandbox_stats)
+    .map((s) => s.attributes?.id ?? '')
+    .filter((id) => podIds.has(id));
   expect(streamedPods.sort()).toEqual(listedPods.sort());
   expect(listedPods).toHaveLength(2);
 
-  const filtered = (await collect(h.runtime.StreamContainerStats({ filter: { pod_sandbox_id: own.id } }))).flatMap((m) => m.container_stats);
+  const filtered = (await collect(h.runtime.StreamContainerStats({ filter: { pod_sandbox_id: own.id } }))).flatMap(
+    (m) => m.container_stats,
+  );
   expect(filtered.map((s) => s.attributes?.id).sort()).toEqual([burner, hog].sort());
 
-  const listedMetrics = ((await call(h.runtime, 'ListPodSandboxMetrics', {})).pod_metrics ?? []).map((p) => p.pod_sandbox_id).filter((id) => podIds.has(id));
-  const streamedMetrics = (await collect(h.runtime.StreamPodSandboxMetrics({}))).flatMap((m) => m.pod_sandbox_metrics).map((p) => p.pod_sandbox_id).filter((id) => podIds.has(id));
+  const listedMetrics = ((await call(h.runtime, 'ListPodSandboxMetrics', {})).pod_metrics ?? [])
+    .map((p) => p.pod_sandbox_id)
+    .filter((id) => podIds.has(id));
+  const streamedMetrics = (await collect(h.runtime.StreamPodSandboxMetrics({})))
+    .flatMap((m) => m.pod_sandbox_metrics)
+    .map((p) => p.pod_sandbox_id)
+    .filter((id) => podIds.has(id));
   expect(streamedMetrics.sort()).toEqual(listedMetrics.sort());
 });
 
 it('serves cAdvisor metrics whose label values match the descriptors', async () => {
   const d = await call(h.runtime, 'ListMetricDescriptors', {});
   const keys = new Map((d.descriptors ?? []).map((x) => [x.name, x.label_keys ?? []]));
-  for (const name of ['container_cpu_usage_seconds_total', 'container_memory_working_set_bytes', 'container_memory_usage_bytes', 'container_memory_rss', 'container_network_receive_bytes_total', 'container_network_transmit_bytes_total', 'container_fs_usage_bytes', 'container_processes']) {
+  for (const name of [
+    'container_cpu_usage_seconds_total',
+    'container_memory_working_set_bytes',
+    'container_memory_usage_bytes',
+    'container_memory_rss',
+    'container_network_receive_bytes_total',
+    'container_network_transmit_bytes_total',
+    'container_fs_usage_bytes',
+    'container_processes',
+  ]) {
     expect(keys.has(name)).toBe(true);
   }
   const m = await call(h.runtime, 'ListPodSandboxMetrics', {});
   const ownMetrics = m.pod_metrics?.find((p) => p.pod_sandbox_id === own.id);
-  const all = [...(ownMetrics?.metrics ?? []), ...(ownMetrics?.container_metrics ?? []).flatMap((c) => c.metrics ?? [])];
+  const all = [
+    ...(ownMetrics?.metrics ?? []),
+    ...(ownMetrics?.container_metrics ?? []).flatMap((c) => c.metrics ?? []),
+  ];
   for (const x of all) expect(x.label_values).toHaveLength(keys.get(x.name)?.length ?? -1);
-  const hogWs = ownMetrics?.container_metrics?.find((c) => c.container_id === hog)?.metrics?.find((x) => x.name === 'container_memory_working_set_bytes');
+  const hogWs = ownMetrics?.container_metrics
+    ?.find((c) => c.container_id === hog)
+    ?.metrics?.find((x) => x.name === 'container_memory_working_set_bytes');
   expect(n(hogWs?.value)).toBeGreaterThanOrEqual(HOG_BYTES * 0.9);
   expect(hogWs?.label_values?.[0]).toBe('hog');
   const sharedMetrics = m.pod_metrics?.find((p) => p.pod_sandbox_id === shared.id);
-  expect(sharedMetrics?.metrics?.some((x) => x.name === 'container_network_receive_bytes_total' && n(x.value) > 20 * 1000)).toBe(true);
+  expect(
+    sharedMetrics?.metrics?.some((x) => x.name === 'container_network_receive_bytes_total' && n(x.value) > 20 * 1000),
+  ).toBe(true);
 });

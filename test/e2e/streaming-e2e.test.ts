@@ -137,8 +137,14 @@ interface ExecStreams {
   error: SpdyStream;
 }
 
-async function spdyRemote(url: string, o: { stdin?: boolean; stdout?: boolean; stderr?: boolean; tty?: boolean; protocols?: string[] }): Promise<ExecStreams> {
-  const client = await spdyUpgrade(url, o.protocols ?? ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io']);
+async function spdyRemote(
+  url: string,
+  o: { stdin?: boolean; stdout?: boolean; stderr?: boolean; tty?: boolean; protocols?: string[] },
+): Promise<ExecStreams> {
+  const client = await spdyUpgrade(
+    url,
+    o.protocols ?? ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'],
+  );
   // same order as client-go: error first, then the requested stdio, then resize
   const error = await openStream(client.conn, { streamType: 'error' });
   error.end();
@@ -166,9 +172,20 @@ async function finishRemote(r: ExecStreams): Promise<{ stdout: string; stderr: s
   return { stdout: stdout.toString(), stderr: stderr.toString(), error: error.toString() };
 }
 
-async function execUrl(containerId: string, cmd: string[], o: { stdin?: boolean; tty?: boolean; stderr?: boolean } = {}): Promise<string> {
+async function execUrl(
+  containerId: string,
+  cmd: string[],
+  o: { stdin?: boolean; tty?: boolean; stderr?: boolean } = {},
+): Promise<string> {
   const res = await h.Exec(
-    { container_id: containerId, cmd, tty: o.tty ?? false, stdin: o.stdin ?? false, stdout: true, stderr: o.stderr ?? !o.tty },
+    {
+      container_id: containerId,
+      cmd,
+      tty: o.tty ?? false,
+      stdin: o.stdin ?? false,
+      stdout: true,
+      stderr: o.stderr ?? !o.tty,
+    },
     ctx(),
   );
   return String(res.url);
@@ -187,14 +204,24 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await streaming?.close();
-  await Promise.all(created.map((id) => docker.getContainer(id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    created.map((id) =>
+      docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 });
 
 // ---- ExecSync ----------------------------------------------------------------
 
 describe('ExecSync', () => {
   it('returns stdout, stderr and the exit code', async () => {
-    const r = await h.ExecSync({ container_id: worker, cmd: ['sh', '-c', 'echo out; echo err >&2; exit 3'], timeout: '0' }, ctx());
+    const r = await h.ExecSync(
+      { container_id: worker, cmd: ['sh', '-c', 'echo out; echo err >&2; exit 3'], timeout: '0' },
+      ctx(),
+    );
     expect(String(r.stdout)).toBe('out\n');
     expect(String(r.stderr)).toBe('err\n');
     expect(r.exit_code).toBe(3);
@@ -210,7 +237,10 @@ describe('ExecSync', () => {
 
   it('kills the process when the call is cancelled', async () => {
     const ac = new AbortController();
-    const p = h.ExecSync({ container_id: worker, cmd: ['sh', '-c', 'sleep 302; echo never'], timeout: '0' }, ctx(ac.signal));
+    const p = h.ExecSync(
+      { container_id: worker, cmd: ['sh', '-c', 'sleep 302; echo never'], timeout: '0' },
+      ctx(ac.signal),
+    );
     await eventually(async () => (await psOutput(worker)).includes('sleep 302'), 'sleep 302 running');
     ac.abort();
     await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
@@ -218,13 +248,18 @@ describe('ExecSync', () => {
   });
 
   it('caps output at the CRI message size', async () => {
-    const r = await h.ExecSync({ container_id: worker, cmd: ['dd', 'if=/dev/zero', 'bs=1048576', 'count=20'], timeout: '0' }, ctx());
+    const r = await h.ExecSync(
+      { container_id: worker, cmd: ['dd', 'if=/dev/zero', 'bs=1048576', 'count=20'], timeout: '0' },
+      ctx(),
+    );
     expect((r.stdout as Buffer).length).toBe(EXEC_SYNC_OUTPUT_LIMIT);
     expect(r.exit_code).toBe(0);
   });
 
   it('maps a missing or stopped container to NOT_FOUND / FAILED_PRECONDITION', async () => {
-    await expect(h.ExecSync({ container_id: 'f'.repeat(64), cmd: ['true'], timeout: '0' }, ctx())).rejects.toMatchObject({ kind: 'not-found' });
+    await expect(
+      h.ExecSync({ container_id: 'f'.repeat(64), cmd: ['true'], timeout: '0' }, ctx()),
+    ).rejects.toMatchObject({ kind: 'not-found' });
     const stopped = await docker.createContainer({
       Image: BUSYBOX,
       name: `crishim-test-streaming-${randomBytes(4).toString('hex')}`,
@@ -235,7 +270,9 @@ describe('ExecSync', () => {
     await expect(h.ExecSync({ container_id: stopped.id, cmd: ['true'], timeout: '0' }, ctx())).rejects.toMatchObject({
       kind: 'failed-precondition',
     });
-    await expect(h.Exec({ container_id: stopped.id, cmd: ['true'], stdout: true, stdin: false, stderr: false, tty: false }, ctx())).rejects.toMatchObject({
+    await expect(
+      h.Exec({ container_id: stopped.id, cmd: ['true'], stdout: true, stdin: false, stderr: false, tty: false }, ctx()),
+    ).rejects.toMatchObject({
       kind: 'failed-precondition',
     });
   });
@@ -247,11 +284,16 @@ describe('Exec over SPDY', () => {
   it('validates the request', async () => {
     const base = { container_id: worker, cmd: ['true'], tty: false, stdin: false, stdout: false, stderr: false };
     await expect(h.Exec(base, ctx())).rejects.toMatchObject({ kind: 'invalid-argument' });
-    await expect(h.Exec({ ...base, stdout: true, stderr: true, tty: true }, ctx())).rejects.toMatchObject({ kind: 'invalid-argument' });
+    await expect(h.Exec({ ...base, stdout: true, stderr: true, tty: true }, ctx())).rejects.toMatchObject({
+      kind: 'invalid-argument',
+    });
   });
 
   it('runs a command without tty, stdin echoed back, success status', async () => {
-    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'cat; echo done >&2'], { stdin: true, stderr: true }), { stdin: true, stderr: true });
+    const r = await spdyRemote(
+      await execUrl(worker, ['sh', '-c', 'cat; echo done >&2'], { stdin: true, stderr: true }),
+      { stdin: true, stderr: true },
+    );
     expect(r.client.protocol).toBe('v4.channel.k8s.io');
     r.stdin!.end('hello from stdin\n');
     const out = await finishRemote(r);
@@ -264,12 +306,19 @@ describe('Exec over SPDY', () => {
     const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'exit 7']), { stderr: true });
     const out = await finishRemote(r);
     const st = JSON.parse(out.error);
-    expect(st).toMatchObject({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '7' }] } });
+    expect(st).toMatchObject({
+      status: 'Failure',
+      reason: 'NonZeroExitCode',
+      details: { causes: [{ reason: 'ExitCode', message: '7' }] },
+    });
     expect(st.message).toMatch(/^command terminated with non-zero exit code: /);
   });
 
   it('speaks v2 when the client only offers it (text error, no status on success)', async () => {
-    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo v2; exit 2']), { stderr: true, protocols: ['v2.channel.k8s.io'] });
+    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo v2; exit 2']), {
+      stderr: true,
+      protocols: ['v2.channel.k8s.io'],
+    });
     expect(r.client.protocol).toBe('v2.channel.k8s.io');
     const out = await finishRemote(r);
     expect(out.stdout).toBe('v2\n');
@@ -277,7 +326,11 @@ describe('Exec over SPDY', () => {
   });
 
   it('runs with a tty and applies resize', async () => {
-    const url = await execUrl(worker, ['sh', '-c', 'until [ "$(stty size)" = "45 123" ]; do sleep 0.1; done; echo RESIZED; stty size'], { tty: true });
+    const url = await execUrl(
+      worker,
+      ['sh', '-c', 'until [ "$(stty size)" = "45 123" ]; do sleep 0.1; done; echo RESIZED; stty size'],
+      { tty: true },
+    );
     const r = await spdyRemote(url, { tty: true });
     r.resize!.write(JSON.stringify({ Width: 123, Height: 45 }) + '\n');
     const out = await finishRemote(r);
@@ -298,13 +351,29 @@ describe('Exec over SPDY', () => {
     const out = await finishRemote(await spdyRemote(url, { stderr: true }));
     expect(out.stdout).toBe('once\n');
     await expect(spdyRemote(url, { stderr: true })).rejects.toMatchObject({ statusCode: 404 });
-    await expect(spdyRemote(url.replace(/[^/]+$/, 'AAAAAAAAAAAAAAAAAAAAAA'), { stderr: true })).rejects.toMatchObject({ statusCode: 404 });
+    await expect(spdyRemote(url.replace(/[^/]+$/, 'AAAAAAAAAAAAAAAAAAAAAA'), { stderr: true })).rejects.toMatchObject({
+      statusCode: 404,
+    });
   });
 
   it('refuses (401) a token that expired before it was redeemed, and starts nothing', async () => {
-    const shortLived = await startStreamingServer({ bindAddress: '127.0.0.1', port: 0, docker: new DockerodeEngine(docker), logger, tokenTtlMs: 200 });
+    const shortLived = await startStreamingServer({
+      bindAddress: '127.0.0.1',
+      port: 0,
+      docker: new DockerodeEngine(docker),
+      logger,
+      tokenTtlMs: 200,
+    });
     try {
-      const url = shortLived.issueUrl({ kind: 'exec', containerId: worker, cmd: ['sh', '-c', 'echo expired-ran >&2; sleep 302'], tty: false, stdin: false, stdout: true, stderr: true });
+      const url = shortLived.issueUrl({
+        kind: 'exec',
+        containerId: worker,
+        cmd: ['sh', '-c', 'echo expired-ran >&2; sleep 302'],
+        tty: false,
+        stdin: false,
+        stdout: true,
+        stderr: true,
+      });
       await sleep(600);
       // 401 "token expired"; 404 if the server's sweep dropped it first (a slow machine can sleep past it)
       const refused = await spdyRemote(url, { stderr: true }).then(
@@ -321,7 +390,9 @@ describe('Exec over SPDY', () => {
   });
 
   it('kills the exec process when the client disconnects mid-stream', async () => {
-    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo started; sleep 303; echo never']), { stderr: true });
+    const r = await spdyRemote(await execUrl(worker, ['sh', '-c', 'echo started; sleep 303; echo never']), {
+      stderr: true,
+    });
     await new Promise<void>((resolve) => r.stdout!.once('data', () => resolve()));
     r.client.socket.destroy();
     await eventually(async () => !(await psOutput(worker)).includes('sleep 303'), 'sleep 303 gone');
@@ -330,7 +401,9 @@ describe('Exec over SPDY', () => {
 
   it('runs 20 sessions at once', async () => {
     const results = await Promise.all(
-      Array.from({ length: 20 }, async (_, i) => finishRemote(await spdyRemote(await execUrl(worker, ['sh', '-c', `echo session-${i}`]), { stderr: true }))),
+      Array.from({ length: 20 }, async (_, i) =>
+        finishRemote(await spdyRemote(await execUrl(worker, ['sh', '-c', `echo session-${i}`]), { stderr: true })),
+      ),
     );
     results.forEach((r, i) => expect(r.stdout).toBe(`session-${i}\n`));
   });
@@ -339,7 +412,10 @@ describe('Exec over SPDY', () => {
 describe('Attach over SPDY', () => {
   it('streams the output of a running container and leaves it running on detach', async () => {
     const id = await runContainer(['sh', '-c', 'i=0; while true; do echo line$i; i=$((i+1)); sleep 0.1; done']);
-    const { url = '' } = await h.Attach({ container_id: id, stdin: false, stdout: true, stderr: true, tty: false }, ctx());
+    const { url = '' } = await h.Attach(
+      { container_id: id, stdin: false, stdout: true, stderr: true, tty: false },
+      ctx(),
+    );
     const r = await spdyRemote(url, { stderr: true });
     let seen = '';
     await new Promise<void>((resolve) =>
@@ -356,7 +432,10 @@ describe('Attach over SPDY', () => {
 
   it('attaches stdin of an OpenStdin container', async () => {
     const id = await runContainer(['cat'], { OpenStdin: true, StdinOnce: false, AttachStdin: true });
-    const { url = '' } = await h.Attach({ container_id: id, stdin: true, stdout: true, stderr: false, tty: false }, ctx());
+    const { url = '' } = await h.Attach(
+      { container_id: id, stdin: true, stdout: true, stderr: false, tty: false },
+      ctx(),
+    );
     const r = await spdyRemote(url, { stdin: true });
     let seen = '';
     const got = new Promise<void>((resolve) =>
@@ -375,7 +454,10 @@ describe('Attach over SPDY', () => {
 
 describe('Exec over WebSocket', () => {
   it('v5: stdin, close signal, exit status', async () => {
-    const url = (await execUrl(worker, ['sh', '-c', 'cat; exit 5'], { stdin: true, stderr: true })).replace(/^http/, 'ws');
+    const url = (await execUrl(worker, ['sh', '-c', 'cat; exit 5'], { stdin: true, stderr: true })).replace(
+      /^http/,
+      'ws',
+    );
     const ws = new WebSocket(url, ['v5.channel.k8s.io', 'v4.channel.k8s.io']);
     const chans = new Map<number, Buffer[]>();
     ws.on('message', (d: Buffer) => {
@@ -393,7 +475,10 @@ describe('Exec over WebSocket', () => {
     await new Promise((resolve) => ws.once('close', resolve));
     const text = (ch: number): string => Buffer.concat(chans.get(ch) ?? []).toString();
     expect(text(1)).toBe('via websocket\n');
-    expect(JSON.parse(text(3))).toMatchObject({ status: 'Failure', details: { causes: [{ reason: 'ExitCode', message: '5' }] } });
+    expect(JSON.parse(text(3))).toMatchObject({
+      status: 'Failure',
+      details: { causes: [{ reason: 'ExitCode', message: '5' }] },
+    });
   });
 });
 
@@ -411,7 +496,9 @@ describe('PortForward', () => {
     });
     await eventually(async () => {
       // straight through Docker: ExecSync refuses a sandbox's container, as it does the pause container
-      const e = await docker.getContainer(pod).exec({ Cmd: ['sh', '-c', '[ "$(netstat -ltn | grep -c ":80[89][0-9] ")" -ge 20 ]'], AttachStdout: true });
+      const e = await docker
+        .getContainer(pod)
+        .exec({ Cmd: ['sh', '-c', '[ "$(netstat -ltn | grep -c ":80[89][0-9] ")" -ge 20 ]'], AttachStdout: true });
       const out = await e.start({});
       out.resume();
       await new Promise((r) => out.once('end', r));
@@ -419,7 +506,12 @@ describe('PortForward', () => {
     }, 'pod listening on 8080-8099');
   });
 
-  async function spdyForward(client: SpdyClient, requestID: string, port: number, payload: Buffer): Promise<{ data: Buffer; error: string }> {
+  async function spdyForward(
+    client: SpdyClient,
+    requestID: string,
+    port: number,
+    payload: Buffer,
+  ): Promise<{ data: Buffer; error: string }> {
     const error = await openStream(client.conn, { streamType: 'error', port: String(port), requestID });
     error.end();
     const data = await openStream(client.conn, { streamType: 'data', port: String(port), requestID });
@@ -450,7 +542,10 @@ describe('PortForward', () => {
       Array.from({ length: 20 }, (_, i) => {
         // under spdy-transport's 64 KiB stream window: the test client enforces it, client-go (crictl, kubelet) does not
         const payload = randomBytes(48 * 1024);
-        return spdyForward(client, String(i), 8080 + i, payload).then((r) => ({ ok: md5(r.data) === md5(payload), error: r.error }));
+        return spdyForward(client, String(i), 8080 + i, payload).then((r) => ({
+          ok: md5(r.data) === md5(payload),
+          error: r.error,
+        }));
       }),
     );
     expect(results.every((r) => r.ok && r.error === '')).toBe(true);
@@ -492,7 +587,9 @@ describe('PortForward', () => {
   });
 
   it('rejects an unknown pod', async () => {
-    await expect(h.PortForward({ pod_sandbox_id: 'e'.repeat(64), port: [80] }, ctx())).rejects.toMatchObject({ kind: 'not-found' });
+    await expect(h.PortForward({ pod_sandbox_id: 'e'.repeat(64), port: [80] }, ctx())).rejects.toMatchObject({
+      kind: 'not-found',
+    });
   });
 
   it('rejects a container that is not a pod sandbox, naming it', async () => {

@@ -90,7 +90,11 @@ export async function openChurn(t: ChurnTarget): Promise<ChurnSession> {
   const probeConfig = podConfig(true);
   const probe = (await call(t.runtime, 'RunPodSandbox', { config: probeConfig })).pod_sandbox_id;
   try {
-    await until('the probe pod’s STARTED event', () => events.some((e) => e.container_id === probe && kind(e) === 'STARTED'), 20_000);
+    await until(
+      'the probe pod’s STARTED event',
+      () => events.some((e) => e.container_id === probe && kind(e) === 'STARTED'),
+      20_000,
+    );
   } finally {
     await call(t.runtime, 'StopPodSandbox', { pod_sandbox_id: probe });
     await call(t.runtime, 'RemovePodSandbox', { pod_sandbox_id: probe });
@@ -146,14 +150,23 @@ async function churnRun(t: ChurnTarget, allEvents: Ev[], streamError: () => Erro
    * confirmation `since`; a read issued VISIBLE_WITHIN_MS after it that is still
    * wrong is a failure. Polling (not one read at 200 ms) is what measures the lag.
    */
-  const expectSeen = async (change: string, since: number, want: Array<{ id: string; sandbox?: boolean; list: string; status: string }>): Promise<void> => {
+  const expectSeen = async (
+    change: string,
+    since: number,
+    want: Array<{ id: string; sandbox?: boolean; list: string; status: string }>,
+  ): Promise<void> => {
     for (;;) {
       const issued = now() - since;
-      const [seen, statuses] = await Promise.all([listed(), Promise.all(want.map((w) => (w.sandbox ? sandboxStatus(w.id) : containerStatus(w.id))))]);
+      const [seen, statuses] = await Promise.all([
+        listed(),
+        Promise.all(want.map((w) => (w.sandbox ? sandboxStatus(w.id) : containerStatus(w.id)))),
+      ]);
       const wrong = want
         .map((w, i) => {
           const inList = (w.sandbox ? seen.sandboxes : seen.containers).get(w.id) ?? 'absent';
-          return inList === w.list && statuses[i] === w.status ? '' : `${short(w.id)} list ${inList} status ${statuses[i]} (want ${w.list}, ${w.status})`;
+          return inList === w.list && statuses[i] === w.status
+            ? ''
+            : `${short(w.id)} list ${inList} status ${statuses[i]} (want ${w.list}, ${w.status})`;
         })
         .filter(Boolean);
       if (wrong.length === 0) {
@@ -161,7 +174,9 @@ async function churnRun(t: ChurnTarget, allEvents: Ev[], streamError: () => Erro
         return;
       }
       if (issued >= VISIBLE_WITHIN_MS) {
-        problems.push(`${change}: a read issued ${issued.toFixed(0)} ms after Docker confirmed it saw ${wrong.join('; ')}`);
+        problems.push(
+          `${change}: a read issued ${issued.toFixed(0)} ms after Docker confirmed it saw ${wrong.join('; ')}`,
+        );
         lags.push({ change, ms: issued });
         return;
       }
@@ -187,7 +202,9 @@ async function churnRun(t: ChurnTarget, allEvents: Ev[], streamError: () => Erro
     pods.push(pod);
     // the short one exits by itself: Docker's wait answering is the confirmation
     await t.docker.getContainer(pod.short).wait();
-    await expectSeen('exit at once', now(), [{ id: pod.short, list: 'CONTAINER_EXITED', status: 'CONTAINER_EXITED(0)' }]);
+    await expectSeen('exit at once', now(), [
+      { id: pod.short, list: 'CONTAINER_EXITED', status: 'CONTAINER_EXITED(0)' },
+    ]);
     return pod;
   };
 
@@ -203,11 +220,18 @@ async function churnRun(t: ChurnTarget, allEvents: Ev[], streamError: () => Erro
   };
   const dockerStopPause = async (p: Pod): Promise<void> => {
     await t.docker.getContainer(p.id).stop({ t: 1 });
-    await expectSeen('docker stop of the pause container', now(), [{ id: p.id, sandbox: true, list: 'SANDBOX_NOTREADY', status: 'SANDBOX_NOTREADY' }]);
+    await expectSeen('docker stop of the pause container', now(), [
+      { id: p.id, sandbox: true, list: 'SANDBOX_NOTREADY', status: 'SANDBOX_NOTREADY' },
+    ]);
   };
   /** A container with the pod's CRI labels made by hand (an operator copying one): created, started, removed. */
   const foreign = async (p: Pod): Promise<void> => {
-    const labels = (await t.docker.getContainer(p.long).inspect().catch(() => t.docker.getContainer(p.short).inspect())).Config.Labels;
+    const labels = (
+      await t.docker
+        .getContainer(p.long)
+        .inspect()
+        .catch(() => t.docker.getContainer(p.short).inspect())
+    ).Config.Labels;
     const c = await t.docker.createContainer({
       Image: t.image,
       Cmd: ['sleep', '3600'],
@@ -238,8 +262,12 @@ async function churnRun(t: ChurnTarget, allEvents: Ev[], streamError: () => Erro
     problems.push(`churn step failed: ${(err as Error).message}`);
   } finally {
     for (const p of pods) {
-      await call(t.runtime, 'StopPodSandbox', { pod_sandbox_id: p.id }).catch((err: Error) => problems.push(`StopPodSandbox ${short(p.id)}: ${err.message}`));
-      await call(t.runtime, 'RemovePodSandbox', { pod_sandbox_id: p.id }).catch((err: Error) => problems.push(`RemovePodSandbox ${short(p.id)}: ${err.message}`));
+      await call(t.runtime, 'StopPodSandbox', { pod_sandbox_id: p.id }).catch((err: Error) =>
+        problems.push(`StopPodSandbox ${short(p.id)}: ${err.message}`),
+      );
+      await call(t.runtime, 'RemovePodSandbox', { pod_sandbox_id: p.id }).catch((err: Error) =>
+        problems.push(`RemovePodSandbox ${short(p.id)}: ${err.message}`),
+      );
     }
   }
   const after = await listed().catch(() => undefined);
@@ -248,9 +276,11 @@ async function churnRun(t: ChurnTarget, allEvents: Ev[], streamError: () => Erro
 
   // every container ends deleted; then a little longer, so a late duplicate would be caught
   const mine = (): Ev[] => allEvents.slice(firstEvent).filter((e) => ids.has(e.container_id));
-  await until('every DELETED event', () => [...ids].every((id) => mine().some((e) => e.container_id === id && kind(e) === 'DELETED')), 20_000).catch(
-    () => undefined,
-  );
+  await until(
+    'every DELETED event',
+    () => [...ids].every((id) => mine().some((e) => e.container_id === id && kind(e) === 'DELETED')),
+    20_000,
+  ).catch(() => undefined);
   await sleep(300);
   const evs = mine();
   problems.push(...checkEvents(evs, ids, new Set(pods.map((p) => p.id))));
@@ -272,16 +302,23 @@ async function restartedView(
   problems: string[],
 ): Promise<void> {
   let seen: Seen | undefined;
-  await until('a List that succeeds after the Docker restart', async () => (seen = await listed().catch(() => undefined)) !== undefined, 30_000);
+  await until(
+    'a List that succeeds after the Docker restart',
+    async () => (seen = await listed().catch(() => undefined)) !== undefined,
+    30_000,
+  );
   const s = seen as Seen;
   for (const p of pods) {
     const sandbox = s.sandboxes.get(p.id);
-    if (sandbox !== 'SANDBOX_NOTREADY') problems.push(`after the Docker restart ${short(p.id)} is listed ${sandbox ?? 'absent'}, not SANDBOX_NOTREADY`);
+    if (sandbox !== 'SANDBOX_NOTREADY')
+      problems.push(`after the Docker restart ${short(p.id)} is listed ${sandbox ?? 'absent'}, not SANDBOX_NOTREADY`);
     for (const c of [p.long, p.short]) {
       const got = s.containers.get(c);
-      if (got !== 'CONTAINER_EXITED') problems.push(`after the Docker restart ${short(c)} is listed ${got ?? 'absent'}, not CONTAINER_EXITED`);
+      if (got !== 'CONTAINER_EXITED')
+        problems.push(`after the Docker restart ${short(c)} is listed ${got ?? 'absent'}, not CONTAINER_EXITED`);
       const st = await containerStatus(c);
-      if (!st.startsWith('CONTAINER_EXITED')) problems.push(`after the Docker restart ContainerStatus ${short(c)} is ${st}`);
+      if (!st.startsWith('CONTAINER_EXITED'))
+        problems.push(`after the Docker restart ContainerStatus ${short(c)} is ${st}`);
     }
   }
 }
@@ -305,7 +342,10 @@ export function checkEvents(evs: Ev[], ids: Set<string>, sandboxes: Set<string>)
   const problems: string[] = [];
   for (const id of ids) {
     const seq = evs.filter((e) => e.container_id === id).map(kind);
-    if (seq.join() !== LIFECYCLE.join()) problems.push(`events of ${short(id)}${sandboxes.has(id) ? ' (sandbox)' : ''}: ${seq.join(', ') || 'none'}, want ${LIFECYCLE.join(', ')}`);
+    if (seq.join() !== LIFECYCLE.join())
+      problems.push(
+        `events of ${short(id)}${sandboxes.has(id) ? ' (sandbox)' : ''}: ${seq.join(', ') || 'none'}, want ${LIFECYCLE.join(', ')}`,
+      );
   }
   const furthest = new Map<string, number>();
   for (const e of evs) {
@@ -323,14 +363,21 @@ export function checkEvents(evs: Ev[], ids: Set<string>, sandboxes: Set<string>)
     // a sandbox's DELETED event may still carry its (NOTREADY) status: the kubelet's evented PLEG
     // reads the pod from it; a container's may not list the removed container
     const least = sandbox && k === 'DELETED' ? SANDBOX_RANK.SANDBOX_NOTREADY : EVENT_RANK[k];
-    if (!sandboxCreated && own < least) problems.push(`${k} event of ${short(e.container_id)}${sandbox ? ' (sandbox)' : ''} carries an earlier status (rank ${own})`);
-    if (!sandboxCreated && own < (furthest.get(e.container_id) ?? -1)) problems.push(`${k} event of ${short(e.container_id)} shows it behind an earlier event`);
+    if (!sandboxCreated && own < least)
+      problems.push(
+        `${k} event of ${short(e.container_id)}${sandbox ? ' (sandbox)' : ''} carries an earlier status (rank ${own})`,
+      );
+    if (!sandboxCreated && own < (furthest.get(e.container_id) ?? -1))
+      problems.push(`${k} event of ${short(e.container_id)} shows it behind an earlier event`);
     if (!sandboxCreated) furthest.set(e.container_id, Math.max(furthest.get(e.container_id) ?? -1, own));
     // the other members' statuses in the same event: never behind what an earlier event showed
     for (const s of e.containers_statuses) {
       if (s.id === e.container_id || !furthest.has(s.id)) continue;
       const r = CONTAINER_RANK[s.state] ?? -1;
-      if (r < (furthest.get(s.id) ?? -1)) problems.push(`${k} event of ${short(e.container_id)} shows ${short(s.id)} ${s.state}, behind an earlier event`);
+      if (r < (furthest.get(s.id) ?? -1))
+        problems.push(
+          `${k} event of ${short(e.container_id)} shows ${short(s.id)} ${s.state}, behind an earlier event`,
+        );
       furthest.set(s.id, Math.max(furthest.get(s.id) ?? -1, r));
     }
   }

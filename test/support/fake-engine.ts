@@ -79,7 +79,19 @@ export function inspectInfo(
       FinishedAt: '0001-01-01T00:00:00Z',
       ...State,
     },
-    Config: { Hostname: '', User: '', Tty: false, OpenStdin: false, StdinOnce: false, Env: [], Cmd: [], Image: '', WorkingDir: '', Labels: {}, ...Config },
+    Config: {
+      Hostname: '',
+      User: '',
+      Tty: false,
+      OpenStdin: false,
+      StdinOnce: false,
+      Env: [],
+      Cmd: [],
+      Image: '',
+      WorkingDir: '',
+      Labels: {},
+      ...Config,
+    },
   };
 }
 
@@ -101,7 +113,12 @@ export class FakeEngine implements DockerEngine {
   /** Every call, in order, with its arguments. */
   readonly calls: Array<{ call: EngineCall; args: unknown[] }> = [];
   /** What info() answers. */
-  systemInfo: Docker.EngineSystemInfo = { CgroupDriver: 'cgroupfs', CgroupVersion: '1', Runtimes: { runc: {} }, DefaultRuntime: 'runc' };
+  systemInfo: Docker.EngineSystemInfo = {
+    CgroupDriver: 'cgroupfs',
+    CgroupVersion: '1',
+    Runtimes: { runc: {} },
+    DefaultRuntime: 'runc',
+  };
   versionInfo: Docker.EngineVersion = { Version: '20.10.0', ApiVersion: '1.41' };
   layersSize: number | undefined = 0;
   /** The host pid a started container gets. */
@@ -137,7 +154,14 @@ export class FakeEngine implements DockerEngine {
   }
 
   addImage(image: Partial<Docker.ImageInspectInfo> & { RepoTags?: string[] }): Docker.ImageInspectInfo {
-    const full: Docker.ImageInspectInfo = { Id: `sha256:${hexId()}`, RepoTags: [], RepoDigests: [], Size: 0, Created: new Date(0).toISOString(), ...image };
+    const full: Docker.ImageInspectInfo = {
+      Id: `sha256:${hexId()}`,
+      RepoTags: [],
+      RepoDigests: [],
+      Size: 0,
+      Created: new Date(0).toISOString(),
+      ...image,
+    };
     this.images.set(full.Id, full);
     return full;
   }
@@ -194,8 +218,14 @@ export class FakeEngine implements DockerEngine {
 
   private resolveImage(ref: string): Docker.ImageInspectInfo | undefined {
     for (const img of this.images.values()) {
-      if (img.Id === ref || img.Id === `sha256:${ref}` || img.Id.replace(/^sha256:/, '').startsWith(ref.replace(/^sha256:/, ''))) return img;
-      if (img.RepoTags.includes(ref) || img.RepoTags.includes(`${ref}:latest`) || img.RepoDigests.includes(ref)) return img;
+      if (
+        img.Id === ref ||
+        img.Id === `sha256:${ref}` ||
+        img.Id.replace(/^sha256:/, '').startsWith(ref.replace(/^sha256:/, ''))
+      )
+        return img;
+      if (img.RepoTags.includes(ref) || img.RepoTags.includes(`${ref}:latest`) || img.RepoDigests.includes(ref))
+        return img;
     }
     return undefined;
   }
@@ -239,10 +269,18 @@ export class FakeEngine implements DockerEngine {
     const create = async (s: Docker.ContainerCreateOptions): Promise<string> => {
       const name = s.name ? `/${s.name}` : `/fake_${seq + 1}`;
       if ([...this.containers.values()].some((c) => c.info.Name === name)) {
-        throw new NameTakenError(s.name ?? '', `Conflict. The container name "${name}" is already in use`, `create container ${s.name}`);
+        throw new NameTakenError(
+          s.name ?? '',
+          `Conflict. The container name "${name}" is already in use`,
+          `create container ${s.name}`,
+        );
       }
       const { name: _n, HostConfig, Labels, ...config } = s;
-      const info = inspectInfo({ Name: name, HostConfig: HostConfig ?? {}, Config: { ...config, Labels: Labels ?? {} } as Partial<Docker.ContainerInspectInfo['Config']> });
+      const info = inspectInfo({
+        Name: name,
+        HostConfig: HostConfig ?? {},
+        Config: { ...config, Labels: Labels ?? {} } as Partial<Docker.ContainerInspectInfo['Config']>,
+      });
       this.containers.set(info.Id, { info, logs: Buffer.alloc(0) });
       this.emit({ Action: 'create', id: info.Id, attributes: { ...Labels } });
       return info.Id;
@@ -261,7 +299,12 @@ export class FakeEngine implements DockerEngine {
   async startContainer(id: string): Promise<void> {
     this.record('startContainer', [id]);
     const c = this.must(id, 'start container');
-    Object.assign(c.info.State, { Status: 'running', Running: true, Pid: this.startPid, StartedAt: new Date().toISOString() });
+    Object.assign(c.info.State, {
+      Status: 'running',
+      Running: true,
+      Pid: this.startPid,
+      StartedAt: new Date().toISOString(),
+    });
     this.emit({ Action: 'start', id: c.info.Id, attributes: { ...c.info.Config.Labels } });
   }
 
@@ -279,13 +322,20 @@ export class FakeEngine implements DockerEngine {
   async killContainer(id: string, signal?: string): Promise<void> {
     this.record('killContainer', [id, signal]);
     const c = this.must(id, 'kill container');
-    if (!c.info.State.Running) throw new DomainError('failed-precondition', `kill container ${id}: container is not running`);
+    if (!c.info.State.Running)
+      throw new DomainError('failed-precondition', `kill container ${id}: container is not running`);
     this.exit(c, 137);
   }
 
   /** Makes a running container exit with `code`, as its process ending would. */
   exit(c: FakeContainer, code: number): void {
-    Object.assign(c.info.State, { Status: 'exited', Running: false, Pid: 0, ExitCode: code, FinishedAt: new Date().toISOString() });
+    Object.assign(c.info.State, {
+      Status: 'exited',
+      Running: false,
+      Pid: 0,
+      ExitCode: code,
+      FinishedAt: new Date().toISOString(),
+    });
     this.emit({ Action: 'die', id: c.info.Id, attributes: { ...c.info.Config.Labels, exitCode: String(code) } });
   }
 
@@ -336,9 +386,14 @@ export class FakeEngine implements DockerEngine {
   async createExec(containerId: string, opts: ExecCreateOptions): Promise<string> {
     this.record('createExec', [containerId, opts]);
     const c = this.must(containerId, 'exec in container');
-    if (!c.info.State.Running) throw new DomainError('failed-precondition', `exec in container ${containerId}: container is not running`);
+    if (!c.info.State.Running)
+      throw new DomainError('failed-precondition', `exec in container ${containerId}: container is not running`);
     const id = hexId();
-    this.execs.set(id, { info: { ID: id, Running: false, ExitCode: null, ContainerID: c.info.Id, Pid: 0 }, opts, stream: new PassThrough() });
+    this.execs.set(id, {
+      info: { ID: id, Running: false, ExitCode: null, ContainerID: c.info.Id, Pid: 0 },
+      opts,
+      stream: new PassThrough(),
+    });
     return id;
   }
 
@@ -371,7 +426,14 @@ export class FakeEngine implements DockerEngine {
 
   async listImages(): Promise<Docker.ImageInfo[]> {
     this.record('listImages', []);
-    return [...this.images.values()].map((i) => ({ Id: i.Id, RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, Size: i.Size, Created: 0, Labels: i.Config?.Labels ?? null }));
+    return [...this.images.values()].map((i) => ({
+      Id: i.Id,
+      RepoTags: i.RepoTags,
+      RepoDigests: i.RepoDigests,
+      Size: i.Size,
+      Created: 0,
+      Labels: i.Config?.Labels ?? null,
+    }));
   }
 
   async pullImage(ref: string, opts: PullOptions, onProgress?: (p: PullProgress) => void): Promise<void> {

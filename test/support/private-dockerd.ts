@@ -47,7 +47,10 @@ async function waitUntilUp(api: Docker, ms = 60_000): Promise<void> {
       await api.ping();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`the private dockerd did not answer within ${ms} ms: ${(err as Error).message}`, { cause: err });
+      if (Date.now() > deadline)
+        throw new Error(`the private dockerd did not answer within ${ms} ms: ${(err as Error).message}`, {
+          cause: err,
+        });
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -73,12 +76,18 @@ export async function startPrivateDockerd(opts: PrivateDockerdOptions): Promise<
       [
         ...(port ? ['--host', `tcp://127.0.0.1:${port}`] : []),
         // a socket too: crishim on it counts Docker as local and reads its json-files itself
-        '--host', `unix://${socket}`,
-        '--data-root', path.join(dir, 'data'),
-        '--exec-root', path.join(dir, 'exec'),
-        '--pidfile', path.join(dir, 'dockerd.pid'),
-        '--config-file', configFile,
-        '--bridge', opts.bridge,
+        '--host',
+        `unix://${socket}`,
+        '--data-root',
+        path.join(dir, 'data'),
+        '--exec-root',
+        path.join(dir, 'exec'),
+        '--pidfile',
+        path.join(dir, 'dockerd.pid'),
+        '--config-file',
+        configFile,
+        '--bridge',
+        opts.bridge,
         '--iptables=false',
         '--ip-masq=false',
       ],
@@ -110,7 +119,11 @@ export async function startPrivateDockerd(opts: PrivateDockerdOptions): Promise<
       proc?.kill(sig);
     },
     async close() {
-      for (const c of await api.listContainers({ all: true }).catch(() => [])) await api.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+      for (const c of await api.listContainers({ all: true }).catch(() => []))
+        await api
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined);
       await d.stop();
       // a dockerd stopped while a container runs leaves its own netns mounted, which rm cannot remove
       try {

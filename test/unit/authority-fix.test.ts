@@ -20,13 +20,21 @@ function frame(type: number, flags: number, stream: number, payload: Buffer): Bu
 }
 
 /** Splits a byte stream back into frames and decodes every header block. */
-function parse(bytes: Buffer): Array<{ type: number; flags: number; stream: number; headers?: hpack.Header[]; payload: Buffer }> {
+function parse(
+  bytes: Buffer,
+): Array<{ type: number; flags: number; stream: number; headers?: hpack.Header[]; payload: Buffer }> {
   const dec = hpack.decompressor.create({ table: { size: 4096 } });
   const frames = [];
   let rest = bytes;
   while (rest.length >= 9) {
     const len = rest.readUIntBE(0, 3);
-    const f = { type: rest[3], flags: rest[4], stream: rest.readUInt32BE(5), payload: rest.subarray(9, 9 + len) } as { type: number; flags: number; stream: number; headers?: hpack.Header[]; payload: Buffer };
+    const f = { type: rest[3], flags: rest[4], stream: rest.readUInt32BE(5), payload: rest.subarray(9, 9 + len) } as {
+      type: number;
+      flags: number;
+      stream: number;
+      headers?: hpack.Header[];
+      payload: Buffer;
+    };
     if (f.type === 1) {
       dec.write(f.payload);
       dec.execute();
@@ -61,7 +69,12 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
     const out = Buffer.concat([...input].map((b) => r.push(Buffer.from([b]))));
     expect(out.subarray(0, 24)).toEqual(PREFACE);
     const frames = parse(out.subarray(24));
-    expect(frames.map((f) => [f.type, f.stream])).toEqual([[4, 0], [1, 1], [0, 1], [1, 3]]);
+    expect(frames.map((f) => [f.type, f.stream])).toEqual([
+      [4, 0],
+      [1, 1],
+      [0, 1],
+      [1, 3],
+    ]);
     for (const f of frames.filter((x) => x.type === 1)) {
       expect(f.headers?.find((h) => h.name === ':authority')?.value).toBe('localhost');
       expect(f.headers?.find((h) => h.name === ':path')?.value).toBe('/runtime.v1.RuntimeService/Version');
@@ -81,7 +94,13 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
       ],
       client,
     );
-    const second = encode([{ name: ':method', value: 'POST' }, { name: ':authority', value: 'localhost' }], client);
+    const second = encode(
+      [
+        { name: ':method', value: 'POST' },
+        { name: ':authority', value: 'localhost' },
+      ],
+      client,
+    );
     const input = Buffer.concat([
       PREFACE,
       frame(4, 0, 0, Buffer.alloc(0)),
@@ -94,15 +113,35 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
     expect(new AuthorityRewriter().push(input)).toEqual(input);
     const r = new AuthorityRewriter();
     const cut = 24 + 9 + 9 + 10 + 9 + (block.length - 10) + 4;
-    expect(Buffer.concat([r.push(input.subarray(0, cut)), r.push(input.subarray(cut, cut + 3)), r.push(input.subarray(cut + 3))])).toEqual(input);
+    expect(
+      Buffer.concat([
+        r.push(input.subarray(0, cut)),
+        r.push(input.subarray(cut, cut + 3)),
+        r.push(input.subarray(cut + 3)),
+      ]),
+    ).toEqual(input);
   });
 
   it('keeps rewriting every block once the first one needed it', () => {
     const client = hpack.compressor.create({ table: { size: 4096 } });
     const h1 = frame(1, 0x4, 1, encode([{ name: ':authority', value: '/run/x.sock' }], client));
-    const h3 = frame(1, 0x4, 3, encode([{ name: ':authority', value: '/run/x.sock' }, { name: 'x-n', value: '2' }], client));
+    const h3 = frame(
+      1,
+      0x4,
+      3,
+      encode(
+        [
+          { name: ':authority', value: '/run/x.sock' },
+          { name: 'x-n', value: '2' },
+        ],
+        client,
+      ),
+    );
     const frames = parse(new AuthorityRewriter().push(Buffer.concat([PREFACE, h1, h3])).subarray(24));
-    expect(frames.map((f) => f.headers?.find((h) => h.name === ':authority')?.value)).toEqual(['localhost', 'localhost']);
+    expect(frames.map((f) => f.headers?.find((h) => h.name === ':authority')?.value)).toEqual([
+      'localhost',
+      'localhost',
+    ]);
     expect(frames[1].headers?.find((h) => h.name === 'x-n')?.value).toBe('2');
   });
 });

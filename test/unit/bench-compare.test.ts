@@ -6,7 +6,13 @@ import { compareLifecycle, table, type LifecycleTarget } from '../../bench/runti
 
 describe('--compare', () => {
   it('keeps the colons of the endpoint and takes name and pid from the end', () => {
-    expect(parseCompare(['node', 'bench.js', '--compare=unix:///tmp/cmp/cri-dockerd.sock:cri-dockerd:1234,unix:///run/c.sock:containerd:/run/c.pid'])).toEqual([
+    expect(
+      parseCompare([
+        'node',
+        'bench.js',
+        '--compare=unix:///tmp/cmp/cri-dockerd.sock:cri-dockerd:1234,unix:///run/c.sock:containerd:/run/c.pid',
+      ]),
+    ).toEqual([
       { endpoint: 'unix:///tmp/cmp/cri-dockerd.sock', name: 'cri-dockerd', pid: '1234' },
       { endpoint: 'unix:///run/c.sock', name: 'containerd', pid: '/run/c.pid' },
     ]);

@@ -76,7 +76,11 @@ describe('computeCapabilityGrant', () => {
 
   it('says which capabilities were left out and why', () => {
     const line = describeGrant(computeCapabilityGrant('1.41', NO_SYS_RESOURCE, 'CapBnd of dockerd pid 7'));
-    expect(line.meta).toEqual({ withheld: ['CAP_SYS_RESOURCE'], reason: 'CapBnd of dockerd pid 7 lacks them', grantable: 37 });
+    expect(line.meta).toEqual({
+      withheld: ['CAP_SYS_RESOURCE'],
+      reason: 'CapBnd of dockerd pid 7 lacks them',
+      grantable: 37,
+    });
   });
 });
 
@@ -123,7 +127,9 @@ describe('capabilityFields', () => {
   const full = computeCapabilityGrant('1.41', FULL, 'test');
 
   it('passes named lists through', () => {
-    expect(capabilityFields({ add_capabilities: ['SYS_ADMIN'], drop_capabilities: ['NET_RAW'] }, restricted, 'c')).toEqual({
+    expect(
+      capabilityFields({ add_capabilities: ['SYS_ADMIN'], drop_capabilities: ['NET_RAW'] }, restricted, 'c'),
+    ).toEqual({
       CapAdd: ['CAP_SYS_ADMIN'],
       CapDrop: ['CAP_NET_RAW'],
     });
@@ -141,11 +147,16 @@ describe('capabilityFields', () => {
   });
 
   it('lets drop ALL win over add ALL, then adds the named ones', () => {
-    expect(capabilityFields({ add_capabilities: ['ALL', 'CHOWN'], drop_capabilities: ['ALL'] }, restricted, 'c')).toEqual({
+    expect(
+      capabilityFields({ add_capabilities: ['ALL', 'CHOWN'], drop_capabilities: ['ALL'] }, restricted, 'c'),
+    ).toEqual({
       CapAdd: ['CAP_CHOWN'],
       CapDrop: ['ALL'],
     });
-    expect(capabilityFields({ drop_capabilities: ['ALL'] }, full, 'c')).toEqual({ CapAdd: undefined, CapDrop: ['ALL'] });
+    expect(capabilityFields({ drop_capabilities: ['ALL'] }, full, 'c')).toEqual({
+      CapAdd: undefined,
+      CapDrop: ['ALL'],
+    });
   });
 
   it('refuses a capability the host cannot grant, naming it and the container', () => {
@@ -157,7 +168,9 @@ describe('capabilityFields', () => {
     }
     expect(err).toBeInstanceOf(DomainError);
     expect((err as DomainError).kind).toBe('invalid-argument');
-    expect((err as DomainError).message).toMatch(/container web in pod sandbox p1: .*CAP_SYS_RESOURCE: this host cannot grant it/);
+    expect((err as DomainError).message).toMatch(
+      /container web in pod sandbox p1: .*CAP_SYS_RESOURCE: this host cannot grant it/,
+    );
     expect(() => capabilityFields({ add_capabilities: ['BPF'] }, restricted, 'c')).toThrow(/Docker does not know it/);
   });
 });

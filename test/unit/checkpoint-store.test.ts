@@ -17,7 +17,10 @@ function recordingLogger(): { logger: winston.Logger; records: Array<Record<stri
       cb();
     },
   });
-  return { logger: winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream })] }), records };
+  return {
+    logger: winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream })] }),
+    records,
+  };
 }
 
 const errnoError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: simulated`), { code });
@@ -60,7 +63,16 @@ describe('checkpoint store', () => {
     expect(await store.list()).toEqual([ID]);
     expect(await store.list()).toEqual([ID]);
     const other = 'b'.repeat(64);
-    await fsp.writeFile(path.join(dir, other), JSON.stringify({ version: 'v1', name: 'x', namespace: 'y', data: { port_mappings: null, host_network: false }, checksum: 1 }));
+    await fsp.writeFile(
+      path.join(dir, other),
+      JSON.stringify({
+        version: 'v1',
+        name: 'x',
+        namespace: 'y',
+        data: { port_mappings: null, host_network: false },
+        checksum: 1,
+      }),
+    );
     expect((await store.list()).sort()).toEqual([ID, other]);
     await fsp.rm(path.join(dir, `${ID}.json`));
     expect(await store.list()).toEqual([other]);
@@ -96,7 +108,13 @@ describe('checkpoint store', () => {
 
   it('reads a cri-dockerd checkpoint (integer checksum, no crishim fields)', async () => {
     const store = await createCheckpointStore(dir, quiet);
-    const foreign = { version: 'v1', name: 'old', namespace: 'kube-system', data: { port_mappings: null, host_network: true }, checksum: 123456 };
+    const foreign = {
+      version: 'v1',
+      name: 'old',
+      namespace: 'kube-system',
+      data: { port_mappings: null, host_network: true },
+      checksum: 123456,
+    };
     await fsp.writeFile(path.join(dir, `${ID}.json`), JSON.stringify(foreign));
     expect(await store.read(ID)).toMatchObject({ name: 'old', data: { host_network: true } });
   });
@@ -117,19 +135,31 @@ describe('checkpoint store', () => {
     expect(aside).toHaveLength(1);
     expect(aside[0]).toMatch(new RegExp(`^${ID}\\.json\\.\\d+$`));
     expect(await store.list()).toEqual([]);
-    expect(records.find((r) => r.level === 'error' && r.file === path.join(dir, `${ID}.json`))?.reason).toMatch(/EISDIR/);
+    expect(records.find((r) => r.level === 'error' && r.file === path.join(dir, `${ID}.json`))?.reason).toMatch(
+      /EISDIR/,
+    );
   });
 
   it('sets aside a checkpoint it may not read (EACCES) and falls back to the bare-id file', async () => {
     const { logger, records } = recordingLogger();
     const store = await createCheckpointStore(dir, logger);
     await store.write(ID, body);
-    const foreign = { version: 'v1', name: 'legacy', namespace: 'ns', data: { port_mappings: null, host_network: false }, checksum: 1 };
+    const foreign = {
+      version: 'v1',
+      name: 'legacy',
+      namespace: 'ns',
+      data: { port_mappings: null, host_network: false },
+      checksum: 1,
+    };
     await fsp.writeFile(path.join(dir, ID), JSON.stringify(foreign));
     // root reads any file whatever its mode, so the refusal is simulated
     const realRead = fsp.readFile;
-    const spy = jest.spyOn(fsp, 'readFile').mockImplementation(((file: Parameters<typeof fsp.readFile>[0], ...rest: unknown[]) =>
-      String(file).endsWith('.json') ? Promise.reject(errnoError('EACCES')) : (realRead as (...a: unknown[]) => Promise<string>)(file, ...rest)) as typeof fsp.readFile);
+    const spy = jest
+      .spyOn(fsp, 'readFile')
+      .mockImplementation(((file: Parameters<typeof fsp.readFile>[0], ...rest: unknown[]) =>
+        String(file).endsWith('.json')
+          ? Promise.reject(errnoError('EACCES'))
+          : (realRead as (...a: unknown[]) => Promise<string>)(file, ...rest)) as typeof fsp.readFile);
     try {
       await expect(store.read(ID)).resolves.toMatchObject({ name: 'legacy' });
     } finally {

@@ -2,8 +2,19 @@ import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { dockerBinds, dockerContainerSpec, resolveLogPath, stopSignalOf, type ContainerConfig } from '../../src/cri/container-config';
-import { cgroupVersionOf, dockerResources, hugepageLimitsOf, sharesFromWeight } from '../../src/cri/container-resources';
+import {
+  dockerBinds,
+  dockerContainerSpec,
+  resolveLogPath,
+  stopSignalOf,
+  type ContainerConfig,
+} from '../../src/cri/container-config';
+import {
+  cgroupVersionOf,
+  dockerResources,
+  hugepageLimitsOf,
+  sharesFromWeight,
+} from '../../src/cri/container-resources';
 import { containerStatus } from '../../src/rpc/container-status';
 import { HUGEPAGE_LIMITS_LABEL } from '../../src/labels';
 import { startContainer } from '../../src/rpc/start-container';
@@ -49,16 +60,23 @@ function invalid(fn: () => unknown): string {
 describe('bind mounts', () => {
   it('maps readonly, relabel and propagation', () => {
     const tmp = os.tmpdir();
-    expect(dockerBinds([mount({ readonly: true, selinux_relabel: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' })], deps)).toEqual([
-      `${tmp}:/data:ro,Z,rslave`,
+    expect(
+      dockerBinds(
+        [mount({ readonly: true, selinux_relabel: true, propagation: 'PROPAGATION_HOST_TO_CONTAINER' })],
+        deps,
+      ),
+    ).toEqual([`${tmp}:/data:ro,Z,rslave`]);
+    expect(dockerBinds([mount({ propagation: 'PROPAGATION_BIDIRECTIONAL' })], deps)).toEqual([
+      `${tmp}:/data:rw,rshared`,
     ]);
-    expect(dockerBinds([mount({ propagation: 'PROPAGATION_BIDIRECTIONAL' })], deps)).toEqual([`${tmp}:/data:rw,rshared`]);
   });
 
   it('refuses missing host paths, relative targets and crishim state', () => {
     expect(invalid(() => dockerBinds([mount({ host_path: '/no/such/dir' })], deps))).toMatch(/does not exist/);
     expect(invalid(() => dockerBinds([mount({ container_path: 'rel' })], deps))).toMatch(/container_path/);
-    expect(invalid(() => dockerBinds([mount({ host_path: '/var/lib/crishim/sandbox' })], deps))).toMatch(/state directory/);
+    expect(invalid(() => dockerBinds([mount({ host_path: '/var/lib/crishim/sandbox' })], deps))).toMatch(
+      /state directory/,
+    );
   });
 });
 
@@ -76,10 +94,33 @@ describe('log paths', () => {
 
 describe('resources', () => {
   const r = (extra: Record<string, string>): Parameters<typeof dockerResources>[0] =>
-    ({ cpu_period: '0', cpu_quota: '0', cpu_shares: '0', memory_limit_in_bytes: '0', oom_score_adj: '0', cpuset_cpus: '', cpuset_mems: '', hugepage_limits: [], unified: {}, memory_swap_limit_in_bytes: '0', ...extra }) as Parameters<typeof dockerResources>[0];
+    ({
+      cpu_period: '0',
+      cpu_quota: '0',
+      cpu_shares: '0',
+      memory_limit_in_bytes: '0',
+      oom_score_adj: '0',
+      cpuset_cpus: '',
+      cpuset_mems: '',
+      hugepage_limits: [],
+      unified: {},
+      memory_swap_limit_in_bytes: '0',
+      ...extra,
+    }) as Parameters<typeof dockerResources>[0];
 
   it('maps CRI resources to Docker, swap following memory', () => {
-    expect(dockerResources(r({ cpu_shares: '512', cpu_quota: '50000', cpu_period: '100000', memory_limit_in_bytes: '67108864', cpuset_cpus: '0' }), -1000)).toEqual({
+    expect(
+      dockerResources(
+        r({
+          cpu_shares: '512',
+          cpu_quota: '50000',
+          cpu_period: '100000',
+          memory_limit_in_bytes: '67108864',
+          cpuset_cpus: '0',
+        }),
+        -1000,
+      ),
+    ).toEqual({
       CpuShares: 512,
       CpuQuota: 50000,
       CpuPeriod: 100000,
@@ -104,10 +145,25 @@ describe('resources', () => {
 
 describe('resources: cpuset lists', () => {
   const r = (extra: Record<string, string>): Parameters<typeof dockerResources>[0] =>
-    ({ cpu_period: '0', cpu_quota: '0', cpu_shares: '0', memory_limit_in_bytes: '0', oom_score_adj: '0', cpuset_cpus: '', cpuset_mems: '', hugepage_limits: [], unified: {}, memory_swap_limit_in_bytes: '0', ...extra }) as Parameters<typeof dockerResources>[0];
+    ({
+      cpu_period: '0',
+      cpu_quota: '0',
+      cpu_shares: '0',
+      memory_limit_in_bytes: '0',
+      oom_score_adj: '0',
+      cpuset_cpus: '',
+      cpuset_mems: '',
+      hugepage_limits: [],
+      unified: {},
+      memory_swap_limit_in_bytes: '0',
+      ...extra,
+    }) as Parameters<typeof dockerResources>[0];
 
   it('accepts the kernel list grammar', () => {
-    expect(dockerResources(r({ cpuset_cpus: '0-3,5', cpuset_mems: '0' }), 0)).toEqual({ CpusetCpus: '0-3,5', CpusetMems: '0' });
+    expect(dockerResources(r({ cpuset_cpus: '0-3,5', cpuset_mems: '0' }), 0)).toEqual({
+      CpusetCpus: '0-3,5',
+      CpusetMems: '0',
+    });
   });
 
   it.each(['0-', 'a', '0,,1', '0 1', '3-1', '0-3\n', '-1', '0;1'])('refuses cpuset_cpus %j', (v) => {
@@ -164,12 +220,22 @@ describe('resources.unified', () => {
   });
 
   it('wins over the typed fields, as runc applies it last, and keeps swap with memory', () => {
-    const out = dockerResources(res({ memory_limit_in_bytes: '1000000000', cpu_shares: '512', unified: { 'memory.max': '500000000', 'cpu.weight': '10000' } }), 0, 2);
+    const out = dockerResources(
+      res({
+        memory_limit_in_bytes: '1000000000',
+        cpu_shares: '512',
+        unified: { 'memory.max': '500000000', 'cpu.weight': '10000' },
+      }),
+      0,
+      2,
+    );
     expect(out).toEqual({ Memory: 500000000, MemorySwap: 500000000, CpuShares: 262144 });
   });
 
   it('refuses keys Docker cannot set, naming the key', () => {
-    expect(invalid(() => unified({ 'io.max': '8:0 rbps=1' }))).toMatch(/resources\.unified\["io\.max"\] is not supported/);
+    expect(invalid(() => unified({ 'io.max': '8:0 rbps=1' }))).toMatch(
+      /resources\.unified\["io\.max"\] is not supported/,
+    );
     expect(invalid(() => unified({ 'memory.high': '1' }))).toMatch(/memory\.high/);
   });
 
@@ -194,7 +260,9 @@ describe('resources.unified', () => {
   });
 
   it('takes the cgroup version from Docker, else from the local mount', () => {
-    const engine = (v?: string) => ({ current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: v }) });
+    const engine = (v?: string) => ({
+      current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: v }),
+    });
     expect(cgroupVersionOf(engine('2'))).toBe(2);
     expect(cgroupVersionOf(engine('1'))).toBe(1);
     const local = fs.existsSync('/sys/fs/cgroup/cgroup.controllers') ? 2 : 1;
@@ -204,10 +272,16 @@ describe('resources.unified', () => {
 });
 
 describe('resources.hugepage_limits', () => {
-  const hp = (limits: Array<{ page_size: string; limit: string }>) => dockerResources(res({ hugepage_limits: limits }), 0, 1);
+  const hp = (limits: Array<{ page_size: string; limit: string }>) =>
+    dockerResources(res({ hugepage_limits: limits }), 0, 1);
 
   it('adds no Docker field (they are written to the cgroup after start)', () => {
-    expect(hp([{ page_size: '2MB', limit: '0' }, { page_size: '1GB', limit: '2147483648' }])).toEqual({});
+    expect(
+      hp([
+        { page_size: '2MB', limit: '0' },
+        { page_size: '1GB', limit: '2147483648' },
+      ]),
+    ).toEqual({});
   });
 
   it.each([
@@ -217,14 +291,24 @@ describe('resources.hugepage_limits', () => {
     [[{ page_size: '0MB', limit: '0' }], /hugepage_limits\[0\]\.page_size/],
     [[{ page_size: '2MB', limit: '-1' }], /hugepage_limits\[0\]\.limit .* non-negative/],
     [[{ page_size: '2MB', limit: '18446744073709551616' }], /hugepage_limits\[0\]\.limit/],
-    [[{ page_size: '2MB', limit: '0' }, { page_size: '2MB', limit: '1' }], /hugepage_limits\[1\]\.page_size 2MB is listed twice/],
+    [
+      [
+        { page_size: '2MB', limit: '0' },
+        { page_size: '2MB', limit: '1' },
+      ],
+      /hugepage_limits\[1\]\.page_size 2MB is listed twice/,
+    ],
   ])('refuses %j', (limits, msg) => {
     expect(invalid(() => hp(limits))).toMatch(msg);
   });
 });
 
 /** A container config with only what the spec builder reads. */
-function cconfig(extra: Record<string, unknown> = {}, sec: Record<string, unknown> | null = null, resources: Record<string, unknown> | null = null): ContainerConfig {
+function cconfig(
+  extra: Record<string, unknown> = {},
+  sec: Record<string, unknown> | null = null,
+  resources: Record<string, unknown> | null = null,
+): ContainerConfig {
   return {
     metadata: { name: 'app', attempt: 0 },
     image: { image: 'busybox:1' },
@@ -248,8 +332,11 @@ function cconfig(extra: Record<string, unknown> = {}, sec: Record<string, unknow
   } as unknown as ContainerConfig;
 }
 const SB = 'cd'.repeat(32);
-const specDeps = { config: { rootDirectory: '/var/lib/crishim' }, oomScoreAdjFloor: 0 } as Parameters<typeof dockerContainerSpec>[2];
-const spec = (config: ContainerConfig, sandbox: Parameters<typeof dockerContainerSpec>[1] = { id: SB }) => dockerContainerSpec(config, sandbox, specDeps);
+const specDeps = { config: { rootDirectory: '/var/lib/crishim' }, oomScoreAdjFloor: 0 } as Parameters<
+  typeof dockerContainerSpec
+>[2];
+const spec = (config: ContainerConfig, sandbox: Parameters<typeof dockerContainerSpec>[1] = { id: SB }) =>
+  dockerContainerSpec(config, sandbox, specDeps);
 const hc = (config: ContainerConfig) => spec(config).HostConfig!;
 
 describe('container Docker spec', () => {
@@ -264,7 +351,16 @@ describe('container Docker spec', () => {
       RestartPolicy: { Name: 'no' },
     });
     const h = hc(cconfig());
-    for (const k of ['CapAdd', 'CapDrop', 'GroupAdd', 'MaskedPaths', 'ReadonlyPaths', 'CgroupParent', 'Runtime'] as const) expect(h[k]).toBeUndefined();
+    for (const k of [
+      'CapAdd',
+      'CapDrop',
+      'GroupAdd',
+      'MaskedPaths',
+      'ReadonlyPaths',
+      'CgroupParent',
+      'Runtime',
+    ] as const)
+      expect(h[k]).toBeUndefined();
   });
 
   it.each([
@@ -272,13 +368,19 @@ describe('container Docker spec', () => {
     ['CONTAINER', ''],
     ['NODE', 'host'],
   ])('pid namespace %s -> PidMode %j', (pid, mode) => {
-    expect(hc(cconfig({}, { namespace_options: { pid, network: 'POD', ipc: 'POD', target_id: '' } })).PidMode).toBe(mode);
+    expect(hc(cconfig({}, { namespace_options: { pid, network: 'POD', ipc: 'POD', target_id: '' } })).PidMode).toBe(
+      mode,
+    );
   });
 
   it('pid namespace TARGET joins the target container and needs its id', () => {
     const target = 'ef'.repeat(32);
-    expect(hc(cconfig({}, { namespace_options: { pid: 'TARGET', target_id: target } })).PidMode).toBe(`container:${target}`);
-    expect(invalid(() => hc(cconfig({}, { namespace_options: { pid: 'TARGET', target_id: '' } })))).toMatch(/target_id/);
+    expect(hc(cconfig({}, { namespace_options: { pid: 'TARGET', target_id: target } })).PidMode).toBe(
+      `container:${target}`,
+    );
+    expect(invalid(() => hc(cconfig({}, { namespace_options: { pid: 'TARGET', target_id: '' } })))).toMatch(
+      /target_id/,
+    );
   });
 
   it('maps devices with rwm as the default permissions', () => {
@@ -293,7 +395,16 @@ describe('container Docker spec', () => {
   });
 
   it('passes capabilities, no_new_privs and a read-only rootfs', () => {
-    const h = hc(cconfig({}, { readonly_rootfs: true, no_new_privs: true, capabilities: { add_capabilities: ['NET_ADMIN', 'SYS_TIME'], drop_capabilities: ['MKNOD'] } }));
+    const h = hc(
+      cconfig(
+        {},
+        {
+          readonly_rootfs: true,
+          no_new_privs: true,
+          capabilities: { add_capabilities: ['NET_ADMIN', 'SYS_TIME'], drop_capabilities: ['MKNOD'] },
+        },
+      ),
+    );
     expect(h.Privileged).toBe(false);
     expect(h.ReadonlyRootfs).toBe(true);
     expect(h.CapAdd).toEqual(['CAP_NET_ADMIN', 'CAP_SYS_TIME']);
@@ -303,8 +414,23 @@ describe('container Docker spec', () => {
   });
 
   it("privileged uses Docker's Privileged where dockerd can grant every capability", () => {
-    const deps = { ...specDeps, capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001ffffffffff'), 'test') };
-    const h = dockerContainerSpec(cconfig({}, { privileged: true, masked_paths: ['/proc/kcore'], capabilities: { add_capabilities: ['NET_ADMIN'] }, seccomp: { profile_type: 'RuntimeDefault', localhost_ref: '' } }), { id: SB }, deps).HostConfig!;
+    const deps = {
+      ...specDeps,
+      capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001ffffffffff'), 'test'),
+    };
+    const h = dockerContainerSpec(
+      cconfig(
+        {},
+        {
+          privileged: true,
+          masked_paths: ['/proc/kcore'],
+          capabilities: { add_capabilities: ['NET_ADMIN'] },
+          seccomp: { profile_type: 'RuntimeDefault', localhost_ref: '' },
+        },
+      ),
+      { id: SB },
+      deps,
+    ).HostConfig!;
     expect(h.Privileged).toBe(true);
     expect(h.CapAdd).toBeUndefined();
     expect(h.MaskedPaths).toBeUndefined();
@@ -312,12 +438,27 @@ describe('container Docker spec', () => {
   });
 
   it('privileged grants the equivalent fields where dockerd lacks a capability', () => {
-    const deps = { ...specDeps, capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001fffeffffff'), 'test') };
+    const deps = {
+      ...specDeps,
+      capabilities: computeCapabilityGrant('1.41', capabilitiesInMask('000001fffeffffff'), 'test'),
+    };
     const devices = [
       { container_path: '/dev/xnull', host_path: '/dev/null', permissions: 'r' },
       { container_path: '/dev/zero', host_path: '/dev/null', permissions: 'r' },
     ];
-    const h = dockerContainerSpec(cconfig({ devices }, { privileged: true, masked_paths: ['/proc/kcore'], readonly_paths: ['/proc/sys'], seccomp: { profile_type: 'Localhost', localhost_ref: '/no/such/profile.json' } }), { id: SB }, deps).HostConfig!;
+    const h = dockerContainerSpec(
+      cconfig(
+        { devices },
+        {
+          privileged: true,
+          masked_paths: ['/proc/kcore'],
+          readonly_paths: ['/proc/sys'],
+          seccomp: { profile_type: 'Localhost', localhost_ref: '/no/such/profile.json' },
+        },
+      ),
+      { id: SB },
+      deps,
+    ).HostConfig!;
     expect(h.Privileged).toBe(false);
     expect(h.CapAdd).toContain('CAP_SYS_ADMIN');
     expect(h.CapAdd).not.toContain('CAP_SYS_RESOURCE');
@@ -327,7 +468,9 @@ describe('container Docker spec', () => {
     expect(h.Devices!.map((d: { PathOnHost: string }) => d.PathOnHost)).toContain('/dev/null');
     expect(h.Devices!.some((d: { PathOnHost: string }) => d.PathOnHost.startsWith('/dev/pts/'))).toBe(false);
     // the host's /dev/zero does not shadow the requested mapping at that path
-    expect(h.Devices!.filter((d: { PathInContainer: string }) => d.PathInContainer === '/dev/zero')).toEqual([{ PathOnHost: '/dev/null', PathInContainer: '/dev/zero', CgroupPermissions: 'r' }]);
+    expect(h.Devices!.filter((d: { PathInContainer: string }) => d.PathInContainer === '/dev/zero')).toEqual([
+      { PathOnHost: '/dev/null', PathInContainer: '/dev/zero', CgroupPermissions: 'r' },
+    ]);
     // the profile is ignored (never read) and so are the masked paths
     expect(h.SecurityOpt).toEqual(['seccomp=unconfined', 'apparmor=unconfined']);
     // empty lists, not absent ones: Docker applies its defaults when they are absent
@@ -343,8 +486,12 @@ describe('container Docker spec', () => {
 
   it('builds User from run_as_user / run_as_username and run_as_group', () => {
     expect(spec(cconfig({}, { run_as_user: { value: '1000' } })).User).toBe('1000');
-    expect(spec(cconfig({}, { run_as_user: { value: '1000' }, run_as_group: { value: '3000' } })).User).toBe('1000:3000');
-    expect(spec(cconfig({}, { run_as_username: 'nobody', run_as_group: { value: '65534' } })).User).toBe('nobody:65534');
+    expect(spec(cconfig({}, { run_as_user: { value: '1000' }, run_as_group: { value: '3000' } })).User).toBe(
+      '1000:3000',
+    );
+    expect(spec(cconfig({}, { run_as_username: 'nobody', run_as_group: { value: '65534' } })).User).toBe(
+      'nobody:65534',
+    );
     expect(spec(cconfig({}, { run_as_username: 'www', run_as_user: { value: '5' } })).User).toBe('www');
     expect(spec(cconfig({}, { run_as_user: { value: '0' } })).User).toBe('0');
     expect(spec(cconfig()).User).toBeUndefined();
@@ -356,36 +503,94 @@ describe('container Docker spec', () => {
   });
 
   it('passes tty, stdin and stdin_once, attaching stderr only without a tty', () => {
-    expect(spec(cconfig({ tty: true, stdin: true, stdin_once: true }))).toMatchObject({ Tty: true, OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: false });
-    expect(spec(cconfig())).toMatchObject({ Tty: false, OpenStdin: false, StdinOnce: false, AttachStdin: false, AttachStderr: true });
+    expect(spec(cconfig({ tty: true, stdin: true, stdin_once: true }))).toMatchObject({
+      Tty: true,
+      OpenStdin: true,
+      StdinOnce: true,
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: false,
+    });
+    expect(spec(cconfig())).toMatchObject({
+      Tty: false,
+      OpenStdin: false,
+      StdinOnce: false,
+      AttachStdin: false,
+      AttachStderr: true,
+    });
   });
 
   it('passes command, args, env, working dir, stop signal, cgroup parent and runtime', () => {
-    const s = spec(cconfig({ command: ['sh'], args: ['-c', 'true'], working_dir: '/w', envs: [{ key: 'A', value: '1' }], stop_signal: 'SIGNAL_SIGINT' }), { id: SB, cgroupParent: '/kubepods/pod1', runtime: 'runsc' });
-    expect(s).toMatchObject({ Image: 'busybox:1', Entrypoint: ['sh'], Cmd: ['-c', 'true'], WorkingDir: '/w', Env: ['A=1'], StopSignal: 'SIGINT' });
+    const s = spec(
+      cconfig({
+        command: ['sh'],
+        args: ['-c', 'true'],
+        working_dir: '/w',
+        envs: [{ key: 'A', value: '1' }],
+        stop_signal: 'SIGNAL_SIGINT',
+      }),
+      { id: SB, cgroupParent: '/kubepods/pod1', runtime: 'runsc' },
+    );
+    expect(s).toMatchObject({
+      Image: 'busybox:1',
+      Entrypoint: ['sh'],
+      Cmd: ['-c', 'true'],
+      WorkingDir: '/w',
+      Env: ['A=1'],
+      StopSignal: 'SIGINT',
+    });
     expect(s.HostConfig).toMatchObject({ CgroupParent: '/kubepods/pod1', Runtime: 'runsc' });
   });
 
   it('records hugepage limits in a label for StartContainer, and nothing without them', () => {
-    const s = spec(cconfig({}, null, { hugepage_limits: [{ page_size: '2MB', limit: '4194304' }, { page_size: '1GB', limit: '0' }] }));
-    expect(JSON.parse(s.Labels![HUGEPAGE_LIMITS_LABEL])).toEqual([{ page_size: '2MB', limit: '4194304' }, { page_size: '1GB', limit: '0' }]);
-    expect(hugepageLimitsOf(s.Labels)).toEqual([{ page_size: '2MB', limit: '4194304' }, { page_size: '1GB', limit: '0' }]);
+    const s = spec(
+      cconfig({}, null, {
+        hugepage_limits: [
+          { page_size: '2MB', limit: '4194304' },
+          { page_size: '1GB', limit: '0' },
+        ],
+      }),
+    );
+    expect(JSON.parse(s.Labels![HUGEPAGE_LIMITS_LABEL])).toEqual([
+      { page_size: '2MB', limit: '4194304' },
+      { page_size: '1GB', limit: '0' },
+    ]);
+    expect(hugepageLimitsOf(s.Labels)).toEqual([
+      { page_size: '2MB', limit: '4194304' },
+      { page_size: '1GB', limit: '0' },
+    ]);
     expect(spec(cconfig({}, null, {})).Labels).toBeUndefined();
     expect(hugepageLimitsOf({ [HUGEPAGE_LIMITS_LABEL]: 'not json' })).toEqual([]);
   });
 
   it('refuses unified on cgroup v1 at create, asking Docker for the version', () => {
-    const deps = { ...specDeps, engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: '1' }) } } as unknown as Parameters<typeof dockerContainerSpec>[2];
-    expect(invalid(() => dockerContainerSpec(cconfig({}, null, { unified: { 'pids.max': '10' } }), { id: SB }, deps))).toMatch(/needs cgroup v2/);
-    const v2 = { ...deps, engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: '2' }) } } as unknown as Parameters<typeof dockerContainerSpec>[2];
-    expect(dockerContainerSpec(cconfig({}, null, { unified: { 'pids.max': '10' } }), { id: SB }, v2).HostConfig?.PidsLimit).toBe(10);
+    const deps = {
+      ...specDeps,
+      engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: '1' }) },
+    } as unknown as Parameters<typeof dockerContainerSpec>[2];
+    expect(
+      invalid(() => dockerContainerSpec(cconfig({}, null, { unified: { 'pids.max': '10' } }), { id: SB }, deps)),
+    ).toMatch(/needs cgroup v2/);
+    const v2 = {
+      ...deps,
+      engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), cgroupVersion: '2' }) },
+    } as unknown as Parameters<typeof dockerContainerSpec>[2];
+    expect(
+      dockerContainerSpec(cconfig({}, null, { unified: { 'pids.max': '10' } }), { id: SB }, v2).HostConfig?.PidsLimit,
+    ).toBe(10);
   });
 });
 
 /** A logger that records warnings (the rest is discarded). */
 function recordingLog(): { log: Logger; warnings: string[] } {
   const warnings: string[] = [];
-  const log = { warn: (m: string) => void warnings.push(m), info: () => undefined, debug: () => undefined, error: () => undefined, child: () => log };
+  const log = {
+    warn: (m: string) => void warnings.push(m),
+    info: () => undefined,
+    debug: () => undefined,
+    error: () => undefined,
+    child: () => log,
+  };
   return { log: log as unknown as Logger, warnings };
 }
 
@@ -416,7 +621,8 @@ async function fakeV1(pid: number, withHugetlb: boolean): Promise<FakeHost> {
   const lines = [`4:memory:${cgPath}`, `2:cpu,cpuacct:${cgPath}`, '0::/'];
   if (withHugetlb) {
     await fsp.mkdir(dir, { recursive: true });
-    for (const f of ['hugetlb.2MB.limit_in_bytes', 'hugetlb.1GB.limit_in_bytes', 'hugetlb.2MB.rsvd.limit_in_bytes']) await fsp.writeFile(path.join(dir, f), '9223372036854771712\n');
+    for (const f of ['hugetlb.2MB.limit_in_bytes', 'hugetlb.1GB.limit_in_bytes', 'hugetlb.2MB.rsvd.limit_in_bytes'])
+      await fsp.writeFile(path.join(dir, f), '9223372036854771712\n');
     lines.unshift(`12:hugetlb:${cgPath}`);
   }
   await fsp.mkdir(path.join(proc, String(pid)), { recursive: true });
@@ -433,9 +639,17 @@ async function fakeV2(pid: number, withHugetlb: boolean): Promise<FakeHost> {
   const cgPath = `/system.slice/docker-${CID}.scope`;
   const dir = path.join(root, cgPath);
   await fsp.mkdir(dir, { recursive: true });
-  await fsp.writeFile(path.join(root, 'cgroup.controllers'), 'cpuset cpu io memory pids' + (withHugetlb ? ' hugetlb' : '') + '\n');
-  await fsp.writeFile(path.join(dir, 'cgroup.controllers'), 'cpuset cpu io memory pids' + (withHugetlb ? ' hugetlb' : '') + '\n');
-  if (withHugetlb) for (const f of ['hugetlb.2MB.max', 'hugetlb.1GB.max', 'hugetlb.2MB.rsvd.max']) await fsp.writeFile(path.join(dir, f), 'max\n');
+  await fsp.writeFile(
+    path.join(root, 'cgroup.controllers'),
+    'cpuset cpu io memory pids' + (withHugetlb ? ' hugetlb' : '') + '\n',
+  );
+  await fsp.writeFile(
+    path.join(dir, 'cgroup.controllers'),
+    'cpuset cpu io memory pids' + (withHugetlb ? ' hugetlb' : '') + '\n',
+  );
+  if (withHugetlb)
+    for (const f of ['hugetlb.2MB.max', 'hugetlb.1GB.max', 'hugetlb.2MB.rsvd.max'])
+      await fsp.writeFile(path.join(dir, f), 'max\n');
   await fsp.mkdir(path.join(proc, String(pid)), { recursive: true });
   await fsp.writeFile(path.join(proc, String(pid), 'cgroup'), `0::${cgPath}\n`);
   return { root, proc, dir };
@@ -453,7 +667,9 @@ describe('hugetlb cgroup limits', () => {
     expect(await cg.apply(101, CID, LIMITS, recordingLog().log)).toEqual(LIMITS);
     expect(await fsp.readFile(path.join(h.dir, 'hugetlb.2MB.limit_in_bytes'), 'utf8')).toBe('4194304');
     expect(await fsp.readFile(path.join(h.dir, 'hugetlb.1GB.limit_in_bytes'), 'utf8')).toBe('0');
-    expect(await fsp.readFile(path.join(h.dir, 'hugetlb.2MB.rsvd.limit_in_bytes'), 'utf8')).toBe('9223372036854771712\n');
+    expect(await fsp.readFile(path.join(h.dir, 'hugetlb.2MB.rsvd.limit_in_bytes'), 'utf8')).toBe(
+      '9223372036854771712\n',
+    );
     expect(await cg.read(101, CID)).toEqual([
       { page_size: '1GB', limit: '0' },
       { page_size: '2MB', limit: '4194304' },
@@ -491,7 +707,10 @@ describe('hugetlb cgroup limits', () => {
   it('refuses a page size the host does not have', async () => {
     const h = await fakeV1(104, true);
     const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
-    await expect(cg.apply(104, CID, [{ page_size: '16GB', limit: '0' }], recordingLog().log)).rejects.toMatchObject({ kind: 'invalid-argument', message: expect.stringMatching(/16GB is not supported/) });
+    await expect(cg.apply(104, CID, [{ page_size: '16GB', limit: '0' }], recordingLog().log)).rejects.toMatchObject({
+      kind: 'invalid-argument',
+      message: expect.stringMatching(/16GB is not supported/),
+    });
   });
 
   it('does nothing for a process that is gone', async () => {
@@ -512,7 +731,12 @@ describe('hugetlb cgroup limits', () => {
   });
 });
 
-const ctxOf = (log: Logger): CallContext => ({ signal: new AbortController().signal, method: 'X', log, annotate: () => undefined });
+const ctxOf = (log: Logger): CallContext => ({
+  signal: new AbortController().signal,
+  method: 'X',
+  log,
+  annotate: () => undefined,
+});
 
 /** The shared fake with one CRI container (created; start gives it `pid`); `calls` lists what changed it. */
 function fakeDocker(pid: number, labels: Record<string, string>, version: '1' | '2' = '1') {
@@ -570,7 +794,9 @@ describe('hugepage limits through the RPCs', () => {
     const h = await fakeV1(202, true);
     const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
     const f = fakeDocker(202, { [HUGEPAGE_LIMITS_LABEL]: JSON.stringify([{ page_size: '16GB', limit: '0' }]) });
-    await expect(startContainer(f.deps, noLogs, cg)({ container_id: CID }, ctxOf(recordingLog().log))).rejects.toMatchObject({ kind: 'invalid-argument' });
+    await expect(
+      startContainer(f.deps, noLogs, cg)({ container_id: CID }, ctxOf(recordingLog().log)),
+    ).rejects.toMatchObject({ kind: 'invalid-argument' });
     expect(f.calls).toEqual(['start', 'kill']);
   });
 
@@ -591,15 +817,31 @@ describe('hugepage limits through the RPCs', () => {
     const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
     const f = fakeDocker(204, {}, '2');
     await f.start();
-    await updateContainerResources(f.deps, cg)({ container_id: CID, linux: res({ hugepage_limits: [{ page_size: '1GB', limit: '1073741824' }], unified: { 'pids.max': '50' } }), windows: null, annotations: {} }, ctxOf(recordingLog().log));
+    await updateContainerResources(f.deps, cg)(
+      {
+        container_id: CID,
+        linux: res({ hugepage_limits: [{ page_size: '1GB', limit: '1073741824' }], unified: { 'pids.max': '50' } }),
+        windows: null,
+        annotations: {},
+      },
+      ctxOf(recordingLog().log),
+    );
     expect(await fsp.readFile(path.join(h.dir, 'hugetlb.1GB.max'), 'utf8')).toBe('1073741824');
     expect(f.calls).toEqual(['start', 'update {"PidsLimit":50}']);
   });
 
   it('UpdateContainerResources refuses unified on cgroup v1 before touching Docker', async () => {
     const f = fakeDocker(205, {}, '1');
-    const update = updateContainerResources(f.deps, hugetlbCgroup({ cgroupRoot: '/nonexistent', proc: '/nonexistent' }));
-    await expect(update({ container_id: CID, linux: res({ unified: { 'memory.max': '1000000' } }), windows: null, annotations: {} }, ctxOf(recordingLog().log))).rejects.toMatchObject({
+    const update = updateContainerResources(
+      f.deps,
+      hugetlbCgroup({ cgroupRoot: '/nonexistent', proc: '/nonexistent' }),
+    );
+    await expect(
+      update(
+        { container_id: CID, linux: res({ unified: { 'memory.max': '1000000' } }), windows: null, annotations: {} },
+        ctxOf(recordingLog().log),
+      ),
+    ).rejects.toMatchObject({
       kind: 'invalid-argument',
       message: expect.stringMatching(/resources\.unified needs cgroup v2/),
     });

@@ -24,7 +24,8 @@ function rawTty(records: Rec[]): Buffer {
 /** A line as Docker's copier stores it: 16 KiB pieces sharing one time, the rest with the newline. */
 function cutLine(ts: string, line: Buffer): Rec[] {
   const out: Rec[] = [];
-  for (let i = 0; i < line.length; i += DOCKER_PARTIAL_BYTES) out.push([ts, line.subarray(i, i + DOCKER_PARTIAL_BYTES)]);
+  for (let i = 0; i < line.length; i += DOCKER_PARTIAL_BYTES)
+    out.push([ts, line.subarray(i, i + DOCKER_PARTIAL_BYTES)]);
   return out;
 }
 
@@ -81,7 +82,11 @@ describe('tty log stream parser', () => {
 
   it('yields bytes that reassemble the multi-byte line exactly', () => {
     const got = parseChunked(raw, [100, 20_000, 50_000]).filter(([ts]) => ts === T2);
-    expect(Buffer.concat(got.map(([, m]) => m)).subarray(0, euros.length).equals(euros)).toBe(true);
+    expect(
+      Buffer.concat(got.map(([, m]) => m))
+        .subarray(0, euros.length)
+        .equals(euros),
+    ).toBe(true);
   });
 });
 
@@ -190,7 +195,8 @@ describe('container log follower', () => {
         async () => {
           throw connError('ENOENT'); // socket gone while dockerd restarts
         },
-        async () => streamOf(Buffer.concat([frame(1, T2, 'abc'), frame(1, T2, 'def\n'), frame(2, T3, 'three\n')]), 'end'),
+        async () =>
+          streamOf(Buffer.concat([frame(1, T2, 'abc'), frame(1, T2, 'def\n'), frame(2, T3, 'three\n')]), 'end'),
       ],
       [
         async () => {
@@ -201,9 +207,7 @@ describe('container log follower', () => {
     m = createLogManager(fake.api(), silent, { retryMinMs: 5, retryMaxMs: 20 });
     m.follow(ID, file, false);
     await m.idle(ID);
-    expect(await read()).toBe(
-      `${T1} stdout F one\n${T2} stdout P abc\n${T2} stdout F def\n${T3} stderr F three\n`,
-    );
+    expect(await read()).toBe(`${T1} stdout F one\n${T2} stdout P abc\n${T2} stdout F def\n${T3} stderr F three\n`);
     expect(fake.logsCalls.map((c) => c.since)).toEqual([undefined, sinceOf(T2), sinceOf(T2)]);
     expect(fake.unexpected).toBe(0);
   });
@@ -211,7 +215,10 @@ describe('container log follower', () => {
   it('resumes from the file after a daemon restart, skipping only the pieces already written', async () => {
     await fsp.mkdir(path.dirname(file), { recursive: true });
     await fsp.writeFile(file, criLines(T1, 'stdout', 'one\n') + criLines(T2, 'stdout', 'abc'));
-    const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T2, 'abc'), frame(1, T2, 'def\n'), frame(1, T3, 'x\n')]), 'end')], []);
+    const fake = new FakeDocker(
+      [async () => streamOf(Buffer.concat([frame(1, T2, 'abc'), frame(1, T2, 'def\n'), frame(1, T3, 'x\n')]), 'end')],
+      [],
+    );
     m = createLogManager(fake.api(), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
@@ -221,7 +228,10 @@ describe('container log follower', () => {
 
   it('reads once more after the exit, so a last record the follow missed is copied once', async () => {
     // the follow ends as the container exits, before Docker flushed the unterminated last line
-    const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T1, 'one\n'), frame(1, T2, 'two\n')]), 'end')], []);
+    const fake = new FakeDocker(
+      [async () => streamOf(Buffer.concat([frame(1, T1, 'one\n'), frame(1, T2, 'two\n')]), 'end')],
+      [],
+    );
     fake.finalLogs = Buffer.concat([frame(1, T2, 'two\n'), frame(1, T3, 'tail')]);
     m = createLogManager(fake.api(), silent);
     m.follow(ID, file, false);
@@ -231,7 +241,13 @@ describe('container log follower', () => {
   });
 
   it('writes a record slightly older than the one before it (stdout and stderr race in Docker)', async () => {
-    const fake = new FakeDocker([async () => streamOf(Buffer.concat([frame(1, T2, 'out\n'), frame(2, T1, 'err\n'), frame(1, T3, 'out2\n')]), 'end')], []);
+    const fake = new FakeDocker(
+      [
+        async () =>
+          streamOf(Buffer.concat([frame(1, T2, 'out\n'), frame(2, T1, 'err\n'), frame(1, T3, 'out2\n')]), 'end'),
+      ],
+      [],
+    );
     m = createLogManager(fake.api(), silent);
     m.follow(ID, file, false);
     await m.idle(ID);
@@ -247,7 +263,12 @@ describe('container log follower', () => {
     await m.idle(ID);
     const text = await fsp.readFile(file);
     const entries = text.toString('latin1').split('\n').slice(0, -1);
-    expect(entries.map((e) => e.split(' ').slice(0, 3).join(' '))).toEqual([`${T1} stdout P`, `${T1} stdout P`, `${T1} stdout F`, `${T2} stdout P`]);
+    expect(entries.map((e) => e.split(' ').slice(0, 3).join(' '))).toEqual([
+      `${T1} stdout P`,
+      `${T1} stdout P`,
+      `${T1} stdout F`,
+      `${T2} stdout P`,
+    ]);
     const content = Buffer.concat(
       entries.map((e) => {
         const body = Buffer.from(e.split(' ').slice(3).join(' '), 'latin1');
@@ -259,7 +280,10 @@ describe('container log follower', () => {
 
   it('follows again when the container was started again while draining', async () => {
     const fake = new FakeDocker(
-      [async () => streamOf(frame(1, T1, 'run-1\n'), 'end'), async () => streamOf(Buffer.concat([frame(1, T1, 'run-1\n'), frame(1, T2, 'run-2\n')]), 'end')],
+      [
+        async () => streamOf(frame(1, T1, 'run-1\n'), 'end'),
+        async () => streamOf(Buffer.concat([frame(1, T1, 'run-1\n'), frame(1, T2, 'run-2\n')]), 'end'),
+      ],
       [async () => ({ State: { Running: true } })],
     );
     m = createLogManager(fake.api(), silent, { retryMinMs: 5 });
@@ -270,7 +294,10 @@ describe('container log follower', () => {
   });
 
   it('gives up once the container is gone (404) or Docker refuses for another reason', async () => {
-    const gone = new FakeDocker([async () => streamOf(frame(1, T1, 'a\n'), 'close')], [async () => Promise.reject(httpError(404))]);
+    const gone = new FakeDocker(
+      [async () => streamOf(frame(1, T1, 'a\n'), 'close')],
+      [async () => Promise.reject(httpError(404))],
+    );
     m = createLogManager(gone.api(), silent, { retryMinMs: 5 });
     m.follow(ID, file, false);
     await m.idle(ID);
@@ -304,7 +331,10 @@ describe('container log follower', () => {
   it('backs off 1 s, doubling, capped at 30 s, while Docker stays unreachable', async () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const down = async (): Promise<PassThrough> => Promise.reject(connError('ECONNREFUSED'));
-    const fake = new FakeDocker([down, down, down, down, down, down, down, down, async () => streamOf(frame(1, T1, 'back\n'), 'end')], []);
+    const fake = new FakeDocker(
+      [down, down, down, down, down, down, down, down, async () => streamOf(frame(1, T1, 'back\n'), 'end')],
+      [],
+    );
     m = createLogManager(fake.api(), silent);
     m.follow(ID, file, false);
     await jest.advanceTimersByTimeAsync(200_000);

@@ -26,9 +26,21 @@ describe('CRI log format', () => {
 
   it('keeps a multi-byte character cut between two partial entries byte-exact', () => {
     const text = Buffer.from('a€b\n'); // € is 3 bytes: cut after its first byte
-    const out = Buffer.concat([criEntries(TS, 'stdout', text.subarray(0, 2)), criEntries(TS, 'stdout', text.subarray(2))]);
+    const out = Buffer.concat([
+      criEntries(TS, 'stdout', text.subarray(0, 2)),
+      criEntries(TS, 'stdout', text.subarray(2)),
+    ]);
     const prefix = (tag: string): string => `${TS} stdout ${tag} `;
-    expect(out.equals(Buffer.concat([Buffer.from(prefix('P')), text.subarray(0, 2), Buffer.from('\n' + prefix('F')), text.subarray(2)]))).toBe(true);
+    expect(
+      out.equals(
+        Buffer.concat([
+          Buffer.from(prefix('P')),
+          text.subarray(0, 2),
+          Buffer.from('\n' + prefix('F')),
+          text.subarray(2),
+        ]),
+      ),
+    ).toBe(true);
   });
 });
 
@@ -59,7 +71,8 @@ describe('CRI log file', () => {
     const later = '2026-11-22T11:10:44.000000001Z';
     const piece = 'y'.repeat(16384);
     // the pieces of one cut line carry the first piece's time
-    const text = criLines(TS, 'stdout', 'before\n') + Array.from({ length: 6 }, () => criLines(later, 'stdout', piece)).join('');
+    const text =
+      criLines(TS, 'stdout', 'before\n') + Array.from({ length: 6 }, () => criLines(later, 'stdout', piece)).join('');
     await fsp.writeFile(file, text);
     expect(lastEntries(file)).toEqual({ timestamp: later, count: 6 });
     await fsp.writeFile(file, criLines(TS, 'stdout', 'a\nb\n'));

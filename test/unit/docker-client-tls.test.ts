@@ -37,16 +37,25 @@ describe('Docker TLS options', () => {
   it('uses DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is set, and the flags over it', async () => {
     const env = await dirOf('env');
     const flag = await dirOf('flag');
-    const o = dockerOptions({ endpoint: 'tcp://10.0.0.1:2376', env: { DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: '1' } });
+    const o = dockerOptions({
+      endpoint: 'tcp://10.0.0.1:2376',
+      env: { DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: '1' },
+    });
     expect(o).toMatchObject({ host: '10.0.0.1', port: 2376, protocol: 'https' });
     expect([o.ca, o.cert, o.key].map(text)).toEqual(['env-ca', 'env-cert', 'env-key']);
-    const mixed = dockerOptions({ endpoint: 'tcp://10.0.0.1:2376', tlsCa: path.join(flag, 'ca.pem'), env: { DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: '1' } });
+    const mixed = dockerOptions({
+      endpoint: 'tcp://10.0.0.1:2376',
+      tlsCa: path.join(flag, 'ca.pem'),
+      env: { DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: '1' },
+    });
     expect([mixed.ca, mixed.cert].map(text)).toEqual(['flag-ca', 'env-cert']);
   });
 
   it('takes DOCKER_HOST with the TLS environment when no endpoint flag is given', async () => {
     const env = await dirOf('host');
-    const o = dockerOptions({ env: { DOCKER_HOST: 'tcp://[::1]:2999', DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: 'true' } });
+    const o = dockerOptions({
+      env: { DOCKER_HOST: 'tcp://[::1]:2999', DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: 'true' },
+    });
     expect(o).toMatchObject({ host: '::1', port: 2999, protocol: 'https' });
     expect(text(o.ca)).toBe('host-ca');
   });
@@ -54,7 +63,10 @@ describe('Docker TLS options', () => {
   it('stays on plain http when DOCKER_TLS_VERIFY is unset, empty or 0', async () => {
     const env = await dirOf('off');
     for (const verify of [undefined, '', '0']) {
-      const o = dockerOptions({ endpoint: 'tcp://127.0.0.1:2375', env: { DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: verify } });
+      const o = dockerOptions({
+        endpoint: 'tcp://127.0.0.1:2375',
+        env: { DOCKER_CERT_PATH: env, DOCKER_TLS_VERIFY: verify },
+      });
       expect(o).toEqual({ host: '127.0.0.1', port: 2375, protocol: 'http' });
     }
   });
@@ -70,12 +82,17 @@ describe('Docker TLS options', () => {
   });
 
   it('names the file it cannot read', () => {
-    expect(() => dockerOptions({ endpoint: 'tcp://127.0.0.1:2376', env: { DOCKER_CERT_PATH: '/nonexistent/certs', DOCKER_TLS_VERIFY: '1' } })).toThrow(
-      /CA certificate \/nonexistent\/certs\/ca\.pem/,
-    );
+    expect(() =>
+      dockerOptions({
+        endpoint: 'tcp://127.0.0.1:2376',
+        env: { DOCKER_CERT_PATH: '/nonexistent/certs', DOCKER_TLS_VERIFY: '1' },
+      }),
+    ).toThrow(/CA certificate \/nonexistent\/certs\/ca\.pem/);
   });
 
   it('never applies TLS to a unix socket', () => {
-    expect(dockerOptions({ endpoint: 'unix:///run/d.sock', env: { DOCKER_TLS_VERIFY: '1' } })).toEqual({ socketPath: '/run/d.sock' });
+    expect(dockerOptions({ endpoint: 'unix:///run/d.sock', env: { DOCKER_TLS_VERIFY: '1' } })).toEqual({
+      socketPath: '/run/d.sock',
+    });
   });
 });

@@ -32,7 +32,13 @@ describe('container create options travel in the body only', () => {
   it('puts the name in the query and env, labels and host config in the body alone', async () => {
     const api = createOptionsInBodyOnly(new Docker({ socketPath: path.join(dir, 'docker.sock') }));
     const ac = new AbortController();
-    await api.createContainer({ name: 'k8s_app_pod', Image: 'busybox', Env: ['TOKEN=s3cret-value'], Labels: { team: 'a' }, abortSignal: ac.signal });
+    await api.createContainer({
+      name: 'k8s_app_pod',
+      Image: 'busybox',
+      Env: ['TOKEN=s3cret-value'],
+      Labels: { team: 'a' },
+      abortSignal: ac.signal,
+    });
     const req = seen.at(-1)!;
     expect(req.url).toMatch(/\/containers\/create\?name=k8s_app_pod$/);
     expect(req.url).not.toContain('s3cret');
@@ -44,7 +50,9 @@ describe('container create options travel in the body only', () => {
   });
 
   it('maps an oversized request to INVALID_ARGUMENT, not UNKNOWN', () => {
-    expect(fromDockerError({ statusCode: 431, message: '(HTTP code 431) unexpected' }, 'CreateContainer x').kind).toBe('invalid-argument');
+    expect(fromDockerError({ statusCode: 431, message: '(HTTP code 431) unexpected' }, 'CreateContainer x').kind).toBe(
+      'invalid-argument',
+    );
     expect(fromDockerError({ statusCode: 413, message: 'too large' }).kind).toBe('invalid-argument');
   });
 });

@@ -60,7 +60,9 @@ describe('FakeEngine', () => {
     e.emit({ Type: 'image', Action: 'pull' });
     const id = await e.createContainer({ name: 'ev' });
     await new Promise((r) => setImmediate(r));
-    expect(lines.map((l) => JSON.parse(l) as { Action: string; Actor: { ID: string } })).toEqual([expect.objectContaining({ Action: 'create', Actor: expect.objectContaining({ ID: id }) })]);
+    expect(lines.map((l) => JSON.parse(l) as { Action: string; Actor: { ID: string } })).toEqual([
+      expect.objectContaining({ Action: 'create', Actor: expect.objectContaining({ ID: id }) }),
+    ]);
   });
 
   it('pulls, lists, inspects and removes images', async () => {
@@ -77,7 +79,7 @@ describe('FakeEngine', () => {
 });
 
 describe('engine errors', () => {
-  it('keep their kind and Docker\'s words when a caller names the step they failed', async () => {
+  it("keep their kind and Docker's words when a caller names the step they failed", async () => {
     const e = new FakeEngine();
     const err: unknown = await e.startContainer('gone').catch((x: unknown) => x);
     expect(err).toMatchObject({ kind: 'not-found', message: 'start container gone: no such object' });
@@ -85,26 +87,37 @@ describe('engine errors', () => {
       kind: 'not-found',
       message: 'RunPodSandbox ns/web: start pause container: no such object',
     });
-    const down = fromDockerError(new DockerUnreachableError('docker daemon unreachable (ENOENT)', 'ping docker'), 'Status');
+    const down = fromDockerError(
+      new DockerUnreachableError('docker daemon unreachable (ENOENT)', 'ping docker'),
+      'Status',
+    );
     expect(down).toBeInstanceOf(DockerUnreachableError);
     expect(down.message).toBe('Status: docker daemon unreachable (ENOENT)');
   });
 });
 
 describe('name conflict policy', () => {
-  const labelled = (status: string, owner: string) => inspectInfo({ Name: '/taken', State: { Status: status }, Config: { Labels: { owner } } });
+  const labelled = (status: string, owner: string) =>
+    inspectInfo({ Name: '/taken', State: { Status: status }, Config: { Labels: { owner } } });
 
   it('fail: already-exists naming the holder', async () => {
     const e = new FakeEngine();
     const holder = e.addContainer(labelled('created', 'us'));
-    await expect(e.createContainer({ name: 'taken' })).rejects.toMatchObject({ kind: 'already-exists', message: expect.stringContaining(holder) });
+    await expect(e.createContainer({ name: 'taken' })).rejects.toMatchObject({
+      kind: 'already-exists',
+      message: expect.stringContaining(holder),
+    });
   });
 
   it('reclaim: removes a leftover the predicate calls ours, and keeps any other holder', async () => {
     const e = new FakeEngine();
     const leftover = e.addContainer(labelled('created', 'us'));
     const removed: string[] = [];
-    const policy = { kind: 'reclaim' as const, isLeftover: (h: { Config: { Labels: Record<string, string> } }) => h.Config.Labels.owner === 'us', onRemoved: (id: string) => removed.push(id) };
+    const policy = {
+      kind: 'reclaim' as const,
+      isLeftover: (h: { Config: { Labels: Record<string, string> } }) => h.Config.Labels.owner === 'us',
+      onRemoved: (id: string) => removed.push(id),
+    };
     const id = await e.createContainer({ name: 'taken' }, { onConflict: policy });
     expect(id).not.toBe(leftover);
     expect(removed).toEqual([leftover]);
@@ -112,7 +125,9 @@ describe('name conflict policy', () => {
 
     const other = new FakeEngine();
     const theirs = other.addContainer(labelled('created', 'them'));
-    await expect(other.createContainer({ name: 'taken' }, { onConflict: policy })).rejects.toMatchObject({ kind: 'already-exists' });
+    await expect(other.createContainer({ name: 'taken' }, { onConflict: policy })).rejects.toMatchObject({
+      kind: 'already-exists',
+    });
     expect(other.containers.has(theirs)).toBe(true);
   });
 
@@ -120,7 +135,10 @@ describe('name conflict policy', () => {
     const e = new FakeEngine();
     e.addContainer(labelled('running', 'them'));
     const retried: string[] = [];
-    const id = await e.createContainer({ name: 'taken' }, { onConflict: { kind: 'suffix', rename: (n) => `${n}_2`, onRetry: (n) => retried.push(n) } });
+    const id = await e.createContainer(
+      { name: 'taken' },
+      { onConflict: { kind: 'suffix', rename: (n) => `${n}_2`, onRetry: (n) => retried.push(n) } },
+    );
     expect(retried).toEqual(['taken_2']);
     expect((await e.inspectContainer(id)).Name).toBe('/taken_2');
   });
@@ -141,7 +159,11 @@ describe('instrumentEngine', () => {
     await expect(wrapped.listContainers()).rejects.toBeInstanceOf(DockerUnreachableError);
     e.fail('stopContainer', new DomainError('unavailable', 'a registry, not dockerd'));
     await expect(wrapped.stopContainer(id, 1)).rejects.toThrow('registry');
-    expect(seen).toEqual(['GET /containers/{id}/json true ok', 'GET /containers/json true err', 'POST /containers/{id}/stop true err']);
+    expect(seen).toEqual([
+      'GET /containers/{id}/json true ok',
+      'GET /containers/json true err',
+      'POST /containers/{id}/stop true err',
+    ]);
     expect(unreachable).toEqual(['list containers: docker daemon unreachable']);
   });
 });
@@ -178,7 +200,8 @@ describe('demux', () => {
     expect(frames).toEqual(['stderr:e', 'stdout:o']);
 
     const out: string[] = [];
-    const sink = (tag: string): Writable => new Writable({ write: (c: Buffer, _e, cb) => (out.push(`${tag}${c.toString()}`), cb()) });
+    const sink = (tag: string): Writable =>
+      new Writable({ write: (c: Buffer, _e, cb) => (out.push(`${tag}${c.toString()}`), cb()) });
     const live = new PassThrough();
     demuxInto(live, sink('1:'), sink('2:'));
     live.end(Buffer.concat([frame(1, 'a'), frame(2, 'b')]));

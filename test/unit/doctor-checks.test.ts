@@ -15,9 +15,7 @@ import type { Check, DoctorContext, HostProbes } from '../../src/doctor/types';
 
 /** A healthy host (this VM's cgroup v1 layout, full capabilities); each test breaks one thing. */
 function healthyProbes(): HostProbes {
-  const files = new Map<string, string>([
-    ['/proc/self/cgroup', '12:pids:/\n11:memory:/\n4:cpu,cpuacct:/\n0::/\n'],
-  ]);
+  const files = new Map<string, string>([['/proc/self/cgroup', '12:pids:/\n11:memory:/\n4:cpu,cpuacct:/\n0::/\n']]);
   const present = new Set([
     '/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage',
     '/sys/fs/cgroup/memory/memory.usage_in_bytes',
@@ -30,7 +28,14 @@ function healthyProbes(): HostProbes {
   return {
     imagePresent: async () => true,
     registryError: async () => undefined,
-    cniConfig: (confDir) => ({ config: { cniVersion: '0.4.0', name: 'net', file: `${confDir}/10-net.conflist`, plugins: [{ type: 'bridge' }, { type: 'portmap' }] } }),
+    cniConfig: (confDir) => ({
+      config: {
+        cniVersion: '0.4.0',
+        name: 'net',
+        file: `${confDir}/10-net.conflist`,
+        plugins: [{ type: 'bridge' }, { type: 'portmap' }],
+      },
+    }),
     writeError: async () => undefined,
     socketState: async () => 'absent',
     oomScoreFloor: async () => -1000,
@@ -51,7 +56,12 @@ const reachable: EngineSnapshot = {
   runtimes: ['runc'],
   checkedAt: new Date(),
 };
-const unreachable: EngineSnapshot = { reachable: false, error: 'connect ENOENT /var/run/docker.sock', runtimes: [], checkedAt: new Date() };
+const unreachable: EngineSnapshot = {
+  reachable: false,
+  error: 'connect ENOENT /var/run/docker.sock',
+  runtimes: [],
+  checkedAt: new Date(),
+};
 
 function ctx(over: { probes?: Partial<HostProbes>; engine?: EngineSnapshot; flags?: string[] } = {}): DoctorContext {
   const config: Config = parseConfig(over.flags ?? [], buildCli());
@@ -67,7 +77,10 @@ async function run(check: Check, c: DoctorContext) {
 describe('doctor checks: pass and fail paths', () => {
   it('docker-endpoint: ok when Docker answers, fail naming the endpoint and error when not', async () => {
     expect((await run(dockerEndpointCheck, ctx({ flags: ['--docker-endpoint', 'unix:///x.sock'] }))).status).toBe('ok');
-    const r = await run(dockerEndpointCheck, ctx({ engine: unreachable, flags: ['--docker-endpoint', 'unix:///x.sock'] }));
+    const r = await run(
+      dockerEndpointCheck,
+      ctx({ engine: unreachable, flags: ['--docker-endpoint', 'unix:///x.sock'] }),
+    );
     expect(r).toMatchObject({ status: 'fail' });
     expect(r.found).toContain('unix:///x.sock');
     expect(r.found).toContain('ENOENT');
@@ -96,19 +109,47 @@ describe('doctor checks: pass and fail paths', () => {
     expect(ok.status).toBe('ok');
     expect(ok.found).toContain('/etc/cni/x/10-net.conflist');
     expect(ok.found).toContain('bridge, portmap');
-    const empty = await run(cniConfigCheck, ctx({ flags: ['--cni-conf-dir', '/empty'], probes: { cniConfig: () => ({ problem: 'no CNI configuration file in /empty' }) } }));
+    const empty = await run(
+      cniConfigCheck,
+      ctx({
+        flags: ['--cni-conf-dir', '/empty'],
+        probes: { cniConfig: () => ({ problem: 'no CNI configuration file in /empty' }) },
+      }),
+    );
     expect(empty).toMatchObject({ status: 'fail', found: 'no CNI configuration file in /empty' });
     expect(empty.action).toContain('/empty');
-    const noPlugin = await run(cniConfigCheck, ctx({ probes: { cniConfig: () => ({ problem: 'CNI config /c/10.conflist (network n) needs plugin portmap: binary not found in /opt/cni/bin' }) } }));
+    const noPlugin = await run(
+      cniConfigCheck,
+      ctx({
+        probes: {
+          cniConfig: () => ({
+            problem: 'CNI config /c/10.conflist (network n) needs plugin portmap: binary not found in /opt/cni/bin',
+          }),
+        },
+      }),
+    );
     expect(noPlugin.status).toBe('fail');
     expect(noPlugin.found).toContain('portmap');
-    expect((await run(cniConfigCheck, ctx({ flags: ['--network-plugin', 'none'], probes: { cniConfig: () => ({ problem: 'x' }) } }))).status).toBe('ok');
+    expect(
+      (
+        await run(
+          cniConfigCheck,
+          ctx({ flags: ['--network-plugin', 'none'], probes: { cniConfig: () => ({ problem: 'x' }) } }),
+        )
+      ).status,
+    ).toBe('ok');
   });
 
   it('sandbox-image: ok when present, warn when only pullable, fail when neither', async () => {
     expect((await run(sandboxImageCheck, ctx())).status).toBe('ok');
     expect((await run(sandboxImageCheck, ctx({ probes: { imagePresent: async () => false } }))).status).toBe('warn');
-    const r = await run(sandboxImageCheck, ctx({ flags: ['--pod-infra-container-image', 'reg.example/pause:9'], probes: { imagePresent: async () => false, registryError: async () => 'dial tcp: no route to host' } }));
+    const r = await run(
+      sandboxImageCheck,
+      ctx({
+        flags: ['--pod-infra-container-image', 'reg.example/pause:9'],
+        probes: { imagePresent: async () => false, registryError: async () => 'dial tcp: no route to host' },
+      }),
+    );
     expect(r.status).toBe('fail');
     expect(r.found).toContain('reg.example/pause:9');
     expect(r.found).toContain('no route to host');
@@ -116,21 +157,35 @@ describe('doctor checks: pass and fail paths', () => {
   });
 
   it('root-directory: ok when writable, fail with the error when not', async () => {
-    expect((await run(rootDirectoryCheck, ctx({ flags: ['--root-directory', '/var/lib/x'] }))).found).toBe('/var/lib/x is writable');
-    const r = await run(rootDirectoryCheck, ctx({ probes: { writeError: async () => 'EROFS: read-only file system' } }));
+    expect((await run(rootDirectoryCheck, ctx({ flags: ['--root-directory', '/var/lib/x'] }))).found).toBe(
+      '/var/lib/x is writable',
+    );
+    const r = await run(
+      rootDirectoryCheck,
+      ctx({ probes: { writeError: async () => 'EROFS: read-only file system' } }),
+    );
     expect(r.status).toBe('fail');
     expect(r.found).toContain('EROFS');
   });
 
-  it('cri-socket: free, stale or held by a live daemon are fine; a non-socket file fails; fd:// is systemd\'s', async () => {
+  it("cri-socket: free, stale or held by a live daemon are fine; a non-socket file fails; fd:// is systemd's", async () => {
     for (const state of ['absent', 'stale', 'live'] as const) {
       expect((await run(criSocketCheck, ctx({ probes: { socketState: async () => state } }))).status).toBe('ok');
     }
     const live = await run(criSocketCheck, ctx({ probes: { socketState: async () => 'live' } }));
     expect(live.found).toContain('running daemon');
-    const r = await run(criSocketCheck, ctx({ flags: ['--container-runtime-endpoint', 'unix:///run/x.sock'], probes: { socketState: async () => 'not-a-socket' } }));
+    const r = await run(
+      criSocketCheck,
+      ctx({
+        flags: ['--container-runtime-endpoint', 'unix:///run/x.sock'],
+        probes: { socketState: async () => 'not-a-socket' },
+      }),
+    );
     expect(r).toMatchObject({ status: 'fail', found: '/run/x.sock exists and is not a socket' });
-    const fd = await run(criSocketCheck, ctx({ flags: ['--container-runtime-endpoint', 'fd://'], probes: { socketState: async () => 'not-a-socket' } }));
+    const fd = await run(
+      criSocketCheck,
+      ctx({ flags: ['--container-runtime-endpoint', 'fd://'], probes: { socketState: async () => 'not-a-socket' } }),
+    );
     expect(fd.status).toBe('ok');
   });
 
@@ -155,11 +210,31 @@ describe('doctor checks: pass and fail paths', () => {
   it('kernel-features: ok with the stats files, /proc net and nsenter; fail naming each missing one', async () => {
     expect((await run(kernelFeaturesCheck, ctx())).status).toBe('ok');
     const healthy = healthyProbes();
-    const r = await run(kernelFeaturesCheck, ctx({ probes: { exists: async (f) => f !== '/sys/fs/cgroup/memory/memory.stat' && (await healthy.exists(f)), which: () => undefined } }));
+    const r = await run(
+      kernelFeaturesCheck,
+      ctx({
+        probes: {
+          exists: async (f) => f !== '/sys/fs/cgroup/memory/memory.stat' && (await healthy.exists(f)),
+          which: () => undefined,
+        },
+      }),
+    );
     expect(r.status).toBe('fail');
     expect(r.found).toContain('/sys/fs/cgroup/memory/memory.stat');
     expect(r.found).toContain('nsenter');
-    const v2 = await run(kernelFeaturesCheck, ctx({ probes: { readText: async (f) => (f === '/proc/self/cgroup' ? '0::/system.slice/crishim.service\n' : f === '/sys/fs/cgroup/cgroup.controllers' ? 'cpuset cpu io memory\n' : undefined) } }));
+    const v2 = await run(
+      kernelFeaturesCheck,
+      ctx({
+        probes: {
+          readText: async (f) =>
+            f === '/proc/self/cgroup'
+              ? '0::/system.slice/crishim.service\n'
+              : f === '/sys/fs/cgroup/cgroup.controllers'
+                ? 'cpuset cpu io memory\n'
+                : undefined,
+        },
+      }),
+    );
     expect(v2.status).toBe('fail');
     expect(v2.found).toContain('pids controller');
   });
@@ -170,7 +245,12 @@ describe('doctor run and output', () => {
     const warnOnly = await runChecks(ctx({ probes: { oomScoreFloor: async () => 0 } }));
     expect(warnOnly.map((r) => r.status)).toContain('warn');
     expect(exitCode(warnOnly)).toBe(0);
-    const broken: Check = { name: 'broken', run: async () => { throw new Error('boom'); } };
+    const broken: Check = {
+      name: 'broken',
+      run: async () => {
+        throw new Error('boom');
+      },
+    };
     const results = await runChecks(ctx(), [dockerEndpointCheck, broken]);
     expect(results[1]).toMatchObject({ name: 'broken', status: 'fail' });
     expect(results[1].found).toContain('boom');
@@ -178,10 +258,14 @@ describe('doctor run and output', () => {
   });
 
   it('prints one line per check plus a summary, or JSON for tooling', async () => {
-    const results = await runChecks(ctx({ probes: { cniConfig: () => ({ problem: 'no CNI configuration file in /e' }) } }));
+    const results = await runChecks(
+      ctx({ probes: { cniConfig: () => ({ problem: 'no CNI configuration file in /e' }) } }),
+    );
     const lines = formatText(results).trimEnd().split('\n');
     expect(lines).toHaveLength(results.length + 1);
-    expect(lines.find((l) => l.startsWith('fail'))).toMatch(/^fail +cni-config +no CNI configuration file in \/e +-> put a CNI config in/);
+    expect(lines.find((l) => l.startsWith('fail'))).toMatch(
+      /^fail +cni-config +no CNI configuration file in \/e +-> put a CNI config in/,
+    );
     expect(lines[lines.length - 1]).toBe('1 check(s) failed, 0 warning(s)');
     const json = JSON.parse(formatJson(results)) as { ok: boolean; checks: Array<{ name: string; status: string }> };
     expect(json.ok).toBe(false);

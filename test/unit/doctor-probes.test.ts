@@ -11,7 +11,10 @@ import { FakeEngine } from '../support/fake-engine';
 describe('doctor host probes', () => {
   let dir: string;
   const docker = new FakeEngine();
-  docker.fail('imageDistribution', () => new DockerUnreachableError('resolve image pause:1 in its registry: docker daemon unreachable (ENOENT)'));
+  docker.fail(
+    'imageDistribution',
+    () => new DockerUnreachableError('resolve image pause:1 in its registry: docker daemon unreachable (ENOENT)'),
+  );
   const probes = hostProbes(docker);
   beforeAll(async () => {
     dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-probes-'));

@@ -15,12 +15,24 @@ describe('enum fields outside the proto', () => {
     const r = refusal('RunPodSandboxRequest', { config: { port_mappings: [{ protocol: 'TCP' }, { protocol: 7 }] } });
     expect(r?.kind).toBe('invalid-argument');
     expect(r?.message).toMatch(/config\.port_mappings\[1\]\.protocol 7 is not a valid Protocol/);
-    expect(refusal('CreateContainerRequest', { config: { mounts: [{ propagation: 9 }] } })?.message).toMatch(/mounts\[0\]\.propagation/);
-    expect(refusal('CreateContainerRequest', { config: { linux: { security_context: { namespace_options: { pid: 42 } } } } })?.message).toMatch(/namespace_options\.pid/);
+    expect(refusal('CreateContainerRequest', { config: { mounts: [{ propagation: 9 }] } })?.message).toMatch(
+      /mounts\[0\]\.propagation/,
+    );
+    expect(
+      refusal('CreateContainerRequest', { config: { linux: { security_context: { namespace_options: { pid: 42 } } } } })
+        ?.message,
+    ).toMatch(/namespace_options\.pid/);
   });
 
   it('let the values the proto defines pass', () => {
-    expect(refusal('RunPodSandboxRequest', { config: { port_mappings: [{ protocol: 'UDP' }], linux: { security_context: { namespace_options: { network: 'NODE' } } } } })).toBeUndefined();
+    expect(
+      refusal('RunPodSandboxRequest', {
+        config: {
+          port_mappings: [{ protocol: 'UDP' }],
+          linux: { security_context: { namespace_options: { network: 'NODE' } } },
+        },
+      }),
+    ).toBeUndefined();
     expect(refusal('CreateContainerRequest', { config: { stop_signal: 'SIGNAL_SIGTERM' } })).toBeUndefined();
   });
 });

@@ -24,7 +24,8 @@ describe('domain error kinds -> gRPC status (server layer)', () => {
 });
 
 describe('Docker errors -> domain errors', () => {
-  const modem = (statusCode: number, message: string): Error => Object.assign(new Error(`(HTTP code ${statusCode}) x - ${message}`), { statusCode, json: { message } });
+  const modem = (statusCode: number, message: string): Error =>
+    Object.assign(new Error(`(HTTP code ${statusCode}) x - ${message}`), { statusCode, json: { message } });
 
   it.each<[number, ErrorKind]>([
     [400, 'invalid-argument'],
@@ -33,15 +34,19 @@ describe('Docker errors -> domain errors', () => {
     [404, 'not-found'],
     [409, 'failed-precondition'],
     [500, 'unknown'],
-  ])('HTTP %d is %s, with Docker\'s own message and the object named', (code, kind) => {
+  ])("HTTP %d is %s, with Docker's own message and the object named", (code, kind) => {
     const e = fromDockerError(modem(code, 'No such container: abc'), 'start container abc');
     expect(e.kind).toBe(kind);
     expect(e.message).toBe('start container abc: No such container: abc');
   });
 
   it('an unreachable daemon is unavailable; an abort is cancelled; ours pass through', () => {
-    expect(fromDockerError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'list').kind).toBe('unavailable');
-    expect(fromDockerError(Object.assign(new Error('aborted'), { name: 'AbortError' }), 'pull').message).toBe('pull: cancelled');
+    expect(
+      fromDockerError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'list').kind,
+    ).toBe('unavailable');
+    expect(fromDockerError(Object.assign(new Error('aborted'), { name: 'AbortError' }), 'pull').message).toBe(
+      'pull: cancelled',
+    );
     const own = notFound('container abc');
     expect(fromDockerError(own, 'ignored')).toBe(own);
     expect(own).toBeInstanceOf(DomainError);

@@ -2,18 +2,32 @@ import { applyAction, diffSnapshots, phaseOf, snapshotOf, type Snapshot } from '
 import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_CONTAINER, TYPE_SANDBOX } from '../../src/labels';
 
 const pod = (id: string, State: string) => ({ Id: id, State, Labels: { [TYPE_LABEL]: TYPE_SANDBOX, unrelated: 'x' } });
-const ctr = (id: string, State: string, sandbox = 'p1') => ({ Id: id, State, Labels: { [TYPE_LABEL]: TYPE_CONTAINER, [SANDBOX_ID_LABEL]: sandbox } });
-const actions = (prev: Snapshot, next: Snapshot): string[] => diffSnapshots(prev, next).map((e) => `${e.id}:${e.action}`);
+const ctr = (id: string, State: string, sandbox = 'p1') => ({
+  Id: id,
+  State,
+  Labels: { [TYPE_LABEL]: TYPE_CONTAINER, [SANDBOX_ID_LABEL]: sandbox },
+});
+const actions = (prev: Snapshot, next: Snapshot): string[] =>
+  diffSnapshots(prev, next).map((e) => `${e.id}:${e.action}`);
 
 describe('container event snapshots', () => {
   it('maps docker states to lifecycle phases', () => {
     expect(['created', 'running', 'paused', 'restarting', 'exited', 'dead', 'removing'].map(phaseOf)).toEqual([
-      'created', 'running', 'running', 'running', 'exited', 'exited', 'exited',
+      'created',
+      'running',
+      'running',
+      'running',
+      'exited',
+      'exited',
+      'exited',
     ]);
   });
 
   it('keeps only the labels an event conversion needs', () => {
-    expect(snapshotOf([pod('p1', 'running')]).get('p1')).toEqual({ phase: 'running', labels: { [TYPE_LABEL]: TYPE_SANDBOX } });
+    expect(snapshotOf([pod('p1', 'running')]).get('p1')).toEqual({
+      phase: 'running',
+      labels: { [TYPE_LABEL]: TYPE_SANDBOX },
+    });
   });
 
   it('synthesizes nothing when nothing changed', () => {
@@ -35,7 +49,15 @@ describe('container event snapshots', () => {
   it('reports new containers in lifecycle order, sandboxes first, after the removals', () => {
     const prev = snapshotOf([ctr('old', 'exited')]);
     const next = snapshotOf([ctr('c1', 'exited', 'p2'), ctr('c2', 'created', 'p2'), pod('p2', 'running')]);
-    expect(actions(prev, next)).toEqual(['old:destroy', 'p2:create', 'p2:start', 'c1:create', 'c1:start', 'c1:die', 'c2:create']);
+    expect(actions(prev, next)).toEqual([
+      'old:destroy',
+      'p2:create',
+      'p2:start',
+      'c1:create',
+      'c1:start',
+      'c1:die',
+      'c2:create',
+    ]);
   });
 
   it('reports starts of known containers, and a start+stop of a created one', () => {
@@ -72,7 +94,11 @@ describe('live events against the snapshot', () => {
     expect(applyAction(s, 'c4', 'die', {})).toBe(true);
     expect(s.get('c4')?.phase).toBe('exited');
     // so that a later outage reports its removal
-    expect(diffSnapshots(s, snapshotOf([])).map((e) => `${e.id}:${e.action}`)).toEqual(['c3:die', 'c3:destroy', 'c4:destroy']);
+    expect(diffSnapshots(s, snapshotOf([])).map((e) => `${e.id}:${e.action}`)).toEqual([
+      'c3:die',
+      'c3:destroy',
+      'c4:destroy',
+    ]);
   });
 
   it('after applying the diff, the previous snapshot equals the new one', () => {

@@ -7,7 +7,13 @@ const SEC = 1e9;
 const BASE = 1_790_000_000 * SEC;
 
 function event(id: string, action: string, timeNano: number): DockerEvent {
-  return { Type: 'container', Action: action, Actor: { ID: id, Attributes: {} }, time: Math.floor(timeNano / SEC), timeNano };
+  return {
+    Type: 'container',
+    Action: action,
+    Actor: { ID: id, Attributes: {} },
+    time: Math.floor(timeNano / SEC),
+    timeNano,
+  };
 }
 
 function write(s: PassThrough, ev: DockerEvent): void {
@@ -40,7 +46,13 @@ describe('followDockerEvents', () => {
     const api = new FakeEngine();
     const streams = api.eventSubscriptions;
     const got: string[] = [];
-    const src = followDockerEvents(api, {}, (ev) => got.push(`${ev.Actor.ID}:${ev.Action}`), winston.createLogger({ silent: true }), { retryMs: 10 });
+    const src = followDockerEvents(
+      api,
+      {},
+      (ev) => got.push(`${ev.Actor.ID}:${ev.Action}`),
+      winston.createLogger({ silent: true }),
+      { retryMs: 10 },
+    );
     try {
       await until(() => streams.length === 1, 'first subscription');
       write(streams[0].stream, event('c1', 'create', BASE + 2 * SEC + 500));

@@ -7,7 +7,8 @@ import { FakeEngine } from '../support/fake-engine';
 
 const SEC = 1e9;
 const BASE = Date.parse('2026-11-22T10:00:00Z') * 1e6;
-const iso = (nano: number): string => new Date(Math.floor(nano / 1e6)).toISOString().replace('Z', '') + String(nano % 1e6).padStart(6, '0') + 'Z';
+const iso = (nano: number): string =>
+  new Date(Math.floor(nano / 1e6)).toISOString().replace('Z', '') + String(nano % 1e6).padStart(6, '0') + 'Z';
 
 const podLabels = { [TYPE_LABEL]: TYPE_SANDBOX };
 const ctrLabels = { [TYPE_LABEL]: TYPE_CONTAINER, [SANDBOX_ID_LABEL]: 'p1' };
@@ -22,7 +23,8 @@ function fakeDocker() {
   };
   const api = new FakeEngine();
   api.info = async () => ({ SystemTime: iso(state.now) });
-  api.listContainers = async () => state.list.map((c) => ({ ...c, Names: [], Image: '', ImageID: '', Created: 0, Status: c.State }));
+  api.listContainers = async () =>
+    state.list.map((c) => ({ ...c, Names: [], Image: '', ImageID: '', Created: 0, Status: c.State }));
   api.events = async () => {
     const s = new PassThrough();
     state.streams.push(s);
@@ -33,7 +35,15 @@ function fakeDocker() {
 }
 
 function emit(s: PassThrough, id: string, action: string, timeNano: number, labels: Record<string, string>): void {
-  s.write(JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: labels }, time: Math.floor(timeNano / SEC), timeNano }) + '\n');
+  s.write(
+    JSON.stringify({
+      Type: 'container',
+      Action: action,
+      Actor: { ID: id, Attributes: labels },
+      time: Math.floor(timeNano / SEC),
+      timeNano,
+    }) + '\n',
+  );
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -114,7 +124,8 @@ describe('event hub across a docker restart', () => {
       state.now = BASE + 20 * SEC;
       state.onSubscribe = (s) => {
         emit(s, 'p1', 'die', BASE + 10 * SEC, podLabels);
-        for (const [i, action] of ['create', 'start', 'die', 'destroy'].entries()) emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
+        for (const [i, action] of ['create', 'start', 'die', 'destroy'].entries())
+          emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
       };
       state.streams[0].end();
       await until(() => seen().length >= 5, 'the synthesized and replayed events');
@@ -139,12 +150,19 @@ describe('event hub across a docker restart', () => {
       Created: '2026-11-22T10:00:00Z',
       Image: 'sha256:1',
       Config: { Image: 'busybox', Labels: ctrLabels },
-      State: { Status: 'exited', Running: false, ExitCode: 137, StartedAt: '2026-11-22T10:00:01Z', FinishedAt: '2026-11-22T10:00:02Z' },
+      State: {
+        Status: 'exited',
+        Running: false,
+        ExitCode: 137,
+        StartedAt: '2026-11-22T10:00:01Z',
+        FinishedAt: '2026-11-22T10:00:02Z',
+      },
       HostConfig: {},
       Mounts: [],
     };
     let down = false;
-    const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
+    const refused = (): Error =>
+      Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
     const list = api.listContainers;
     api.listContainers = async (...args) => {
       if (down) throw refused();
@@ -173,7 +191,9 @@ describe('event hub across a docker restart', () => {
       down = false;
       await until(() => sub.queue.length === 1, 'the stopped event');
       expect(sub.queue[0].container_event_type).toBe('CONTAINER_STOPPED_EVENT');
-      expect((sub.queue[0].containers_statuses ?? []).map((c) => `${c.id}:${c.state}`)).toEqual(['c1:CONTAINER_EXITED']);
+      expect((sub.queue[0].containers_statuses ?? []).map((c) => `${c.id}:${c.state}`)).toEqual([
+        'c1:CONTAINER_EXITED',
+      ]);
     } finally {
       hub.close();
     }

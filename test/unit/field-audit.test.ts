@@ -57,13 +57,48 @@ describe('CreateContainer fields Docker cannot honour', () => {
   const api41 = '1.41';
 
   it.each([
-    ['uid mappings', { mounts: [mount({ uidMappings: [{ host_id: 1000, container_id: 0, length: 1 }] })] }, 'unimplemented', /config\.mounts\[0\]\.uidMappings/],
-    ['mount options', { mounts: [mount({ mount_options: ['noexec'] })] }, 'unimplemented', /config\.mounts\[0\]\.mount_options \["noexec"\]/],
-    ['recursive read-only on API 1.41', { mounts: [mount({ readonly: true, recursive_read_only: true })] }, 'unimplemented', /config\.mounts\[0\]\.recursive_read_only: this Docker \(API 1\.41\)/],
-    ['recursive read-only without readonly', { mounts: [mount({ recursive_read_only: true })] }, 'invalid-argument', /recursive_read_only needs readonly/],
-    ['image volume on API 1.41', { mounts: [mount({ host_path: '', image: { image: 'busybox:1' } })] }, 'unimplemented', /config\.mounts\[0\]\.image: this Docker \(API 1\.41\) has no image mounts/],
-    ['image_sub_path without image', { mounts: [mount({ image_sub_path: 'x' })] }, 'invalid-argument', /image_sub_path needs image/],
-    ['CDI devices', { CDI_devices: [{ name: 'vendor.com/gpu=0' }] }, 'unimplemented', /config\.CDI_devices \["vendor\.com\/gpu=0"\]/],
+    [
+      'uid mappings',
+      { mounts: [mount({ uidMappings: [{ host_id: 1000, container_id: 0, length: 1 }] })] },
+      'unimplemented',
+      /config\.mounts\[0\]\.uidMappings/,
+    ],
+    [
+      'mount options',
+      { mounts: [mount({ mount_options: ['noexec'] })] },
+      'unimplemented',
+      /config\.mounts\[0\]\.mount_options \["noexec"\]/,
+    ],
+    [
+      'recursive read-only on API 1.41',
+      { mounts: [mount({ readonly: true, recursive_read_only: true })] },
+      'unimplemented',
+      /config\.mounts\[0\]\.recursive_read_only: this Docker \(API 1\.41\)/,
+    ],
+    [
+      'recursive read-only without readonly',
+      { mounts: [mount({ recursive_read_only: true })] },
+      'invalid-argument',
+      /recursive_read_only needs readonly/,
+    ],
+    [
+      'image volume on API 1.41',
+      { mounts: [mount({ host_path: '', image: { image: 'busybox:1' } })] },
+      'unimplemented',
+      /config\.mounts\[0\]\.image: this Docker \(API 1\.41\) has no image mounts/,
+    ],
+    [
+      'image_sub_path without image',
+      { mounts: [mount({ image_sub_path: 'x' })] },
+      'invalid-argument',
+      /image_sub_path needs image/,
+    ],
+    [
+      'CDI devices',
+      { CDI_devices: [{ name: 'vendor.com/gpu=0' }] },
+      'unimplemented',
+      /config\.CDI_devices \["vendor\.com\/gpu=0"\]/,
+    ],
     ['windows config', { windows: { resources: null, security_context: null } }, 'invalid-argument', /config\.windows/],
   ])('refuses %s', (_what, extra, kind, message) => {
     const r = refusal(() => auditContainerConfig(container(extra), api41));
@@ -72,9 +107,21 @@ describe('CreateContainer fields Docker cannot honour', () => {
   });
 
   it.each([
-    ['a per-pod user namespace', { namespace_options: { userns_options: { mode: 'POD', uids: [], gids: [] } } }, /userns_options mode POD: user namespaces per pod are not supported/],
-    ['the Strict groups policy', { supplemental_groups_policy: 'Strict' }, /supplemental_groups_policy Strict is not supported/],
-    ['ambient capabilities', { capabilities: { add_capabilities: [], drop_capabilities: [], add_ambient_capabilities: ['NET_BIND_SERVICE'] } }, /add_ambient_capabilities \["NET_BIND_SERVICE"\]/],
+    [
+      'a per-pod user namespace',
+      { namespace_options: { userns_options: { mode: 'POD', uids: [], gids: [] } } },
+      /userns_options mode POD: user namespaces per pod are not supported/,
+    ],
+    [
+      'the Strict groups policy',
+      { supplemental_groups_policy: 'Strict' },
+      /supplemental_groups_policy Strict is not supported/,
+    ],
+    [
+      'ambient capabilities',
+      { capabilities: { add_capabilities: [], drop_capabilities: [], add_ambient_capabilities: ['NET_BIND_SERVICE'] } },
+      /add_ambient_capabilities \["NET_BIND_SERVICE"\]/,
+    ],
   ])('refuses %s', (_what, sec, message) => {
     const r = refusal(() => auditContainerConfig(container({}, sec), api41));
     expect(r.kind).toBe('unimplemented');
@@ -82,7 +129,18 @@ describe('CreateContainer fields Docker cannot honour', () => {
   });
 
   it('accepts what it honours: host user namespace, Merge, plain mounts', () => {
-    expect(() => auditContainerConfig(container({ mounts: [mount({ readonly: true })] }, { namespace_options: { userns_options: { mode: 'NODE', uids: [], gids: [] } }, supplemental_groups_policy: 'Merge' }), api41)).not.toThrow();
+    expect(() =>
+      auditContainerConfig(
+        container(
+          { mounts: [mount({ readonly: true })] },
+          {
+            namespace_options: { userns_options: { mode: 'NODE', uids: [], gids: [] } },
+            supplemental_groups_policy: 'Merge',
+          },
+        ),
+        api41,
+      ),
+    ).not.toThrow();
   });
 
   it('gives recursive read-only binds and image volumes to the Mounts API on engines that have them', () => {
@@ -93,35 +151,82 @@ describe('CreateContainer fields Docker cannot honour', () => {
     expect(() => auditContainerConfig(cfg, '1.48')).not.toThrow();
     expect(refusal(() => auditContainerConfig(cfg, '1.44')).message).toMatch(/mounts\[1\]\.image/);
     expect(dockerMounts(cfg.mounts)).toEqual([
-      { Type: 'bind', Source: path.resolve(os.tmpdir()), Target: '/data', ReadOnly: true, BindOptions: { Propagation: 'rprivate', ReadOnlyForceRecursive: true } },
+      {
+        Type: 'bind',
+        Source: path.resolve(os.tmpdir()),
+        Target: '/data',
+        ReadOnly: true,
+        BindOptions: { Propagation: 'rprivate', ReadOnlyForceRecursive: true },
+      },
       { Type: 'image', Source: 'busybox:1', Target: '/img', ReadOnly: true, ImageOptions: { Subpath: 'etc' } },
     ]);
     // the bind strings keep only what they can express
-    expect(dockerBinds(cfg.mounts, { config: { rootDirectory: '/var/lib/crishim' } } as Parameters<typeof dockerBinds>[1])).toEqual([`${os.tmpdir()}:/plain:rw`]);
+    expect(
+      dockerBinds(cfg.mounts, { config: { rootDirectory: '/var/lib/crishim' } } as Parameters<typeof dockerBinds>[1]),
+    ).toEqual([`${os.tmpdir()}:/plain:rw`]);
   });
 
   it('refuses through the spec builder with the engine API it is given', () => {
     const deps = {
       config: { rootDirectory: '/var/lib/crishim' },
       oomScoreAdjFloor: 0,
-      engine: { current: () => ({ reachable: true, runtimes: [], checkedAt: new Date(), apiVersion: '1.41', cgroupVersion: '1' }) },
+      engine: {
+        current: () => ({
+          reachable: true,
+          runtimes: [],
+          checkedAt: new Date(),
+          apiVersion: '1.41',
+          cgroupVersion: '1',
+        }),
+      },
     } as unknown as Parameters<typeof dockerContainerSpec>[2];
-    const r = refusal(() => dockerContainerSpec(container({ mounts: [mount({ readonly: true, recursive_read_only: true })] }), { id: 'p' }, deps));
+    const r = refusal(() =>
+      dockerContainerSpec(
+        container({ mounts: [mount({ readonly: true, recursive_read_only: true })] }),
+        { id: 'p' },
+        deps,
+      ),
+    );
     expect(r.kind).toBe('unimplemented');
   });
 });
 
 describe('RunPodSandbox fields Docker cannot honour', () => {
   const pod = (sec: Record<string, unknown> | null, extra: Record<string, unknown> = {}) =>
-    ({ metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 }, linux: { security_context: sec }, windows: null, ...extra }) as unknown as SandboxConfig;
+    ({
+      metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 },
+      linux: { security_context: sec },
+      windows: null,
+      ...extra,
+    }) as unknown as SandboxConfig;
 
   it('refuses per-pod user namespaces, Strict and Windows settings by field name', () => {
-    expect(refusal(() => auditSandboxConfig(pod({ namespace_options: { userns_options: { mode: 'POD', uids: [{ host_id: 100000, container_id: 0, length: 65536 }], gids: [] } } }))).message).toMatch(
-      /^config\.linux\.security_context\.namespace_options\.userns_options mode POD/,
-    );
+    expect(
+      refusal(() =>
+        auditSandboxConfig(
+          pod({
+            namespace_options: {
+              userns_options: { mode: 'POD', uids: [{ host_id: 100000, container_id: 0, length: 65536 }], gids: [] },
+            },
+          }),
+        ),
+      ).message,
+    ).toMatch(/^config\.linux\.security_context\.namespace_options\.userns_options mode POD/);
     expect(refusal(() => auditSandboxConfig(pod({ supplemental_groups_policy: 'Strict' }))).kind).toBe('unimplemented');
-    expect(refusal(() => auditSandboxConfig(pod({ namespace_options: { userns_options: { mode: 'NODE', uids: [{ host_id: 1, container_id: 0, length: 1 }], gids: [] } } }))).kind).toBe('invalid-argument');
-    expect(refusal(() => auditSandboxConfig(pod(null, { windows: { security_context: null } }))).message).toMatch(/config\.windows/);
+    expect(
+      refusal(() =>
+        auditSandboxConfig(
+          pod({
+            namespace_options: {
+              userns_options: { mode: 'NODE', uids: [{ host_id: 1, container_id: 0, length: 1 }], gids: [] },
+            },
+          }),
+        ),
+      ).kind,
+    ).toBe('invalid-argument');
+    expect(refusal(() => auditSandboxConfig(pod(null, { windows: { security_context: null } }))).message).toMatch(
+      /config\.windows/,
+    );
     expect(() => auditSandboxConfig(pod({ supplemental_groups_policy: 'Merge' }))).not.toThrow();
   });
 });
@@ -150,13 +255,18 @@ describe('containerUser', () => {
   beforeEach(async () => {
     proc = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-proc-'));
     await fsp.mkdir(path.join(proc, '42'));
-    await fsp.writeFile(path.join(proc, '42', 'status'), 'Name:\tsh\nUid:\t1000\t1001\t1001\t1001\nGid:\t3000\t3001\t3001\t3001\nGroups:\t4 27 3001 \n');
+    await fsp.writeFile(
+      path.join(proc, '42', 'status'),
+      'Name:\tsh\nUid:\t1000\t1001\t1001\t1001\nGid:\t3000\t3001\t3001\t3001\nGroups:\t4 27 3001 \n',
+    );
     await fsp.writeFile(path.join(proc, '42', 'cgroup'), `12:pids:/docker/${id}\n`);
   });
   afterEach(() => fsp.rm(proc, { recursive: true, force: true }));
 
   it('reports the effective uid and gid and the supplementary groups of the init process', async () => {
-    expect(await containerUser(42, id, proc)).toEqual({ linux: { uid: '1001', gid: '3001', supplemental_groups: ['4', '27', '3001'] } });
+    expect(await containerUser(42, id, proc)).toEqual({
+      linux: { uid: '1001', gid: '3001', supplemental_groups: ['4', '27', '3001'] },
+    });
   });
 
   it('reports nothing for a pid that is not this container (another pid namespace) or is gone', async () => {
@@ -167,7 +277,12 @@ describe('containerUser', () => {
 });
 
 describe('Status features', () => {
-  const snap = (apiVersion: string) => ({ reachable: true, runtimes: ['runc', 'crun'], checkedAt: new Date(), apiVersion });
+  const snap = (apiVersion: string) => ({
+    reachable: true,
+    runtimes: ['runc', 'crun'],
+    checkedAt: new Date(),
+    apiVersion,
+  });
 
   it('declares recursive read-only mounts only where Docker has them, and never user namespaces', () => {
     expect(runtimeHandlers(snap('1.41'))).toEqual([
@@ -175,7 +290,14 @@ describe('Status features', () => {
       { name: 'runc', features: { recursive_read_only_mounts: false, user_namespaces: false } },
       { name: 'crun', features: { recursive_read_only_mounts: false, user_namespaces: false } },
     ]);
-    expect(runtimeHandlers(snap('1.44'))[0].features).toEqual({ recursive_read_only_mounts: true, user_namespaces: false });
-    expect(RUNTIME_FEATURES).toEqual({ supplemental_groups_policy: false, user_namespaces_host_network: false, mount_options: false });
+    expect(runtimeHandlers(snap('1.44'))[0].features).toEqual({
+      recursive_read_only_mounts: true,
+      user_namespaces: false,
+    });
+    expect(RUNTIME_FEATURES).toEqual({
+      supplemental_groups_policy: false,
+      user_namespaces_host_network: false,
+      mount_options: false,
+    });
   });
 });

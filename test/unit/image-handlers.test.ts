@@ -17,20 +17,43 @@ import type { CallContext } from '../../src/server/rpc';
 const log = winston.createLogger({ silent: true });
 const ctx: CallContext = { signal: new AbortController().signal, method: 'X', log, annotate: () => undefined };
 const ID = 'sha256:' + '1f'.repeat(32);
-const spec = (image: string) => ({ image, annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' });
+const spec = (image: string) => ({
+  image,
+  annotations: {},
+  user_specified_image: '',
+  runtime_handler: '',
+  image_ref: '',
+});
 
 /** A Docker with one image (tagged t:1 and t:2, USER 1000:1000) and a <none> one; removals are recorded, not done. */
 function fakeDeps(over: Partial<ServiceDeps> | Record<string, unknown> = {}) {
   const docker = new FakeEngine();
-  docker.addImage({ Id: ID, RepoTags: ['t:1', 't:2'], RepoDigests: ['t@sha256:' + 'cd'.repeat(32)], Size: 1234, Config: { User: '1000:1000' }, Os: 'linux' });
-  docker.addImage({ Id: 'sha256:' + '00'.repeat(32), RepoTags: ['<none>:<none>'], RepoDigests: ['<none>@<none>'], Size: 1 });
+  docker.addImage({
+    Id: ID,
+    RepoTags: ['t:1', 't:2'],
+    RepoDigests: ['t@sha256:' + 'cd'.repeat(32)],
+    Size: 1234,
+    Config: { User: '1000:1000' },
+    Os: 'linux',
+  });
+  docker.addImage({
+    Id: 'sha256:' + '00'.repeat(32),
+    RepoTags: ['<none>:<none>'],
+    RepoDigests: ['<none>@<none>'],
+    Size: 1,
+  });
   const removed: Array<{ name: string; force: boolean }> = [];
   docker.removeImage = async (ref, o = {}) => {
     removed.push({ name: ref, force: o.force ?? false });
     return [{ Untagged: ref }];
   };
   // only what the image RPCs read: the rest of ServiceDeps is never touched
-  const deps = { config: { podInfraContainerImage: 'docker.io/library/t:2' }, logger: log, docker, ...over } as unknown as ServiceDeps;
+  const deps = {
+    config: { podInfraContainerImage: 'docker.io/library/t:2' },
+    logger: log,
+    docker,
+    ...over,
+  } as unknown as ServiceDeps;
   return { deps, docker, removed, listCalls: () => docker.count('listImages') };
 }
 
@@ -40,7 +63,15 @@ describe('ImageStatus', () => {
     const h = imageHandlers(deps);
     for (const ref of ['t:1', ID, ID.slice(7, 19), 't@sha256:' + 'cd'.repeat(32)]) {
       const res = await h.ImageStatus!({ image: spec(ref), verbose: false }, ctx);
-      expect(res.image).toMatchObject({ id: ID, repo_tags: ['t:1', 't:2'], size: '1234', uid: { value: '1000' }, username: '', spec: { image: ID }, pinned: true });
+      expect(res.image).toMatchObject({
+        id: ID,
+        repo_tags: ['t:1', 't:2'],
+        size: '1234',
+        uid: { value: '1000' },
+        username: '',
+        spec: { image: ID },
+        pinned: true,
+      });
       expect(res.info).toEqual({});
     }
   });
@@ -50,7 +81,9 @@ describe('ImageStatus', () => {
     expect(await h.ImageStatus!({ image: spec('nope:1'), verbose: true }, ctx)).toEqual({ image: null, info: {} });
     const v = await h.ImageStatus!({ image: spec('t:1'), verbose: true }, ctx);
     expect(JSON.parse(v.info!.info)).toMatchObject({ id: ID, os: 'linux', config: { User: '1000:1000' } });
-    await expect(h.ImageStatus!({ image: spec('Bad Ref'), verbose: false }, ctx)).rejects.toMatchObject({ kind: 'invalid-argument' });
+    await expect(h.ImageStatus!({ image: spec('Bad Ref'), verbose: false }, ctx)).rejects.toMatchObject({
+      kind: 'invalid-argument',
+    });
   });
 
   it('splits USER into uid or username', () => {
@@ -61,7 +94,12 @@ describe('ImageStatus', () => {
   });
 
   it('pins the pause image by tag or digest, however spelled', () => {
-    const img = { Id: ID, RepoTags: ['registry.k8s.io/pause:3.10', 'busybox:latest'], RepoDigests: ['busybox@sha256:' + 'ee'.repeat(32)], Size: 1 };
+    const img = {
+      Id: ID,
+      RepoTags: ['registry.k8s.io/pause:3.10', 'busybox:latest'],
+      RepoDigests: ['busybox@sha256:' + 'ee'.repeat(32)],
+      Size: 1,
+    };
     expect(pinnedMatcher('registry.k8s.io/pause:3.10')(img)).toBe(true);
     expect(pinnedMatcher('registry.k8s.io/pause:3.9')(img)).toBe(false);
     expect(pinnedMatcher('docker.io/library/busybox')(img)).toBe(true);
@@ -108,7 +146,11 @@ describe('ImageFsInfo', () => {
   let root: string;
   beforeAll(async () => {
     root = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-imagefs-'));
-    for (const [chain, size] of [['a', '100'], ['b', '250'], ['c', '']] as const) {
+    for (const [chain, size] of [
+      ['a', '100'],
+      ['b', '250'],
+      ['c', ''],
+    ] as const) {
       await fsp.mkdir(path.join(root, 'image', 'overlay2', 'layerdb', 'sha256', chain), { recursive: true });
       if (size) await fsp.writeFile(path.join(root, 'image', 'overlay2', 'layerdb', 'sha256', chain, 'size'), size);
     }
@@ -139,7 +181,11 @@ describe('pullImage', () => {
   /** A Docker whose pull answers a progress stream with the given lines. */
   function dockerStreaming(lines: object[]): Docker {
     const d = new Docker({ socketPath: '/nonexistent' });
-    (d as unknown as { pull: unknown }).pull = (_ref: string, _opts: unknown, cb: (e: unknown, s?: NodeJS.ReadableStream) => void) => {
+    (d as unknown as { pull: unknown }).pull = (
+      _ref: string,
+      _opts: unknown,
+      cb: (e: unknown, s?: NodeJS.ReadableStream) => void,
+    ) => {
       const s = new PassThrough();
       cb(null, s);
       setImmediate(() => s.end(lines.map((l) => JSON.stringify(l) + '\r\n').join('')));
@@ -148,7 +194,13 @@ describe('pullImage', () => {
   }
 
   it('fails on an error reported inside the progress stream, with its message and code', async () => {
-    const d = dockerStreaming([{ status: 'Pulling from a/b', id: 'v1' }, { errorDetail: { message: 'unauthorized: authentication required' }, error: 'unauthorized: authentication required' }]);
+    const d = dockerStreaming([
+      { status: 'Pulling from a/b', id: 'v1' },
+      {
+        errorDetail: { message: 'unauthorized: authentication required' },
+        error: 'unauthorized: authentication required',
+      },
+    ]);
     await expect(pullImage(new DockerodeEngine(d), 'r.io/a/b:v1', { logger: log })).rejects.toMatchObject({
       kind: 'unauthenticated',
       message: 'pull image r.io/a/b:v1: unauthorized: authentication required',
@@ -156,6 +208,12 @@ describe('pullImage', () => {
   });
 
   it('succeeds on a clean stream', async () => {
-    await expect(pullImage(new DockerodeEngine(dockerStreaming([{ status: 'Status: Image is up to date for r.io/a/b:v1' }])), 'r.io/a/b:v1', { logger: log })).resolves.toBeUndefined();
+    await expect(
+      pullImage(
+        new DockerodeEngine(dockerStreaming([{ status: 'Status: Image is up to date for r.io/a/b:v1' }])),
+        'r.io/a/b:v1',
+        { logger: log },
+      ),
+    ).resolves.toBeUndefined();
   });
 });

@@ -16,7 +16,13 @@ function ctx(signal: AbortSignal = new AbortController().signal): CallContext {
 
 /** A puller whose pulls finish when the test says so, recording each call and its signal. */
 function fakePuller() {
-  const calls: Array<{ ref: string; auth?: RegistryAuth; signal: AbortSignal; resolve: () => void; reject: (e: unknown) => void }> = [];
+  const calls: Array<{
+    ref: string;
+    auth?: RegistryAuth;
+    signal: AbortSignal;
+    resolve: () => void;
+    reject: (e: unknown) => void;
+  }> = [];
   const puller: Puller = (ref, auth, signal) =>
     new Promise<void>((resolve, reject) => {
       calls.push({ ref, auth, signal, resolve, reject });
@@ -31,19 +37,39 @@ describe('CRI AuthConfig -> Docker registry auth', () => {
   it('passes username/password with the image registry as serveraddress', () => {
     expect(dockerAuth(null, 'x')).toBeUndefined();
     expect(dockerAuth(NO_AUTH, 'x')).toBeUndefined();
-    expect(dockerAuth({ ...NO_AUTH, username: 'u', password: 'p' }, 'reg.io/a')).toEqual({ username: 'u', password: 'p', serveraddress: 'reg.io' });
-    expect(dockerAuth({ ...NO_AUTH, username: 'u', password: 'p' }, 'busybox')).toEqual({ username: 'u', password: 'p', serveraddress: 'docker.io' });
+    expect(dockerAuth({ ...NO_AUTH, username: 'u', password: 'p' }, 'reg.io/a')).toEqual({
+      username: 'u',
+      password: 'p',
+      serveraddress: 'reg.io',
+    });
+    expect(dockerAuth({ ...NO_AUTH, username: 'u', password: 'p' }, 'busybox')).toEqual({
+      username: 'u',
+      password: 'p',
+      serveraddress: 'docker.io',
+    });
   });
 
   it('decodes auth (base64 user:pass, colons in the password kept) and honours server_address', () => {
     const b64 = Buffer.from('user:pa:ss').toString('base64');
-    expect(dockerAuth({ ...NO_AUTH, auth: b64, server_address: 'https://s.io' }, 'x')).toEqual({ username: 'user', password: 'pa:ss', serveraddress: 'https://s.io' });
-    expect(() => dockerAuth({ ...NO_AUTH, auth: Buffer.from('nocolon').toString('base64') }, 'x')).toThrow(/user:password/);
+    expect(dockerAuth({ ...NO_AUTH, auth: b64, server_address: 'https://s.io' }, 'x')).toEqual({
+      username: 'user',
+      password: 'pa:ss',
+      serveraddress: 'https://s.io',
+    });
+    expect(() => dockerAuth({ ...NO_AUTH, auth: Buffer.from('nocolon').toString('base64') }, 'x')).toThrow(
+      /user:password/,
+    );
   });
 
   it('passes identity and registry tokens', () => {
-    expect(dockerAuth({ ...NO_AUTH, identity_token: 'idt' }, '127.0.0.1:5000/a')).toEqual({ identitytoken: 'idt', serveraddress: '127.0.0.1:5000' });
-    expect(dockerAuth({ ...NO_AUTH, registry_token: 'rt' }, 'q.io/a')).toEqual({ registrytoken: 'rt', serveraddress: 'q.io' });
+    expect(dockerAuth({ ...NO_AUTH, identity_token: 'idt' }, '127.0.0.1:5000/a')).toEqual({
+      identitytoken: 'idt',
+      serveraddress: '127.0.0.1:5000',
+    });
+    expect(dockerAuth({ ...NO_AUTH, registry_token: 'rt' }, 'q.io/a')).toEqual({
+      registrytoken: 'rt',
+      serveraddress: 'q.io',
+    });
   });
 
   it('keys pulls by image (however spelled) and credentials, without the secret in the key', () => {
@@ -130,7 +156,9 @@ describe('pull coalescing', () => {
     const f = fakePuller();
     const ac = new AbortController();
     ac.abort();
-    await expect(createPullCoalescer(f.puller).pull('a:1', undefined, ac.signal, log)).rejects.toMatchObject({ kind: 'cancelled' });
+    await expect(createPullCoalescer(f.puller).pull('a:1', undefined, ac.signal, log)).rejects.toMatchObject({
+      kind: 'cancelled',
+    });
     expect(f.calls).toHaveLength(0);
   });
 });
@@ -144,7 +172,20 @@ describe('PullImage handler', () => {
   it('answers the image id, pulling the normalized ref with mapped auth', async () => {
     const f = fakePuller();
     const rpc = pullImageRpc(deps, createPullCoalescer(f.puller));
-    const res = rpc({ image: { image: '127.0.0.1:5000/a/b', annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' }, auth: { ...NO_AUTH, username: 'u', password: 'p' }, sandbox_config: null }, ctx());
+    const res = rpc(
+      {
+        image: {
+          image: '127.0.0.1:5000/a/b',
+          annotations: {},
+          user_specified_image: '',
+          runtime_handler: '',
+          image_ref: '',
+        },
+        auth: { ...NO_AUTH, username: 'u', password: 'p' },
+        sandbox_config: null,
+      },
+      ctx(),
+    );
     await tick();
     expect(f.calls[0].ref).toBe('127.0.0.1:5000/a/b:latest');
     expect(f.calls[0].auth).toEqual({ username: 'u', password: 'p', serveraddress: '127.0.0.1:5000' });
@@ -155,7 +196,16 @@ describe('PullImage handler', () => {
   it.each(['', 'UPPER/Case::bad', 'a b'])('rejects %j as INVALID_ARGUMENT without pulling', async (image) => {
     const f = fakePuller();
     const rpc = pullImageRpc(deps, createPullCoalescer(f.puller));
-    await expect(rpc({ image: { image, annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' }, auth: null, sandbox_config: null }, ctx())).rejects.toMatchObject({
+    await expect(
+      rpc(
+        {
+          image: { image, annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' },
+          auth: null,
+          sandbox_config: null,
+        },
+        ctx(),
+      ),
+    ).rejects.toMatchObject({
       kind: 'invalid-argument',
     });
     expect(f.calls).toHaveLength(0);

@@ -27,13 +27,27 @@ describe('image references', () => {
     'Registry.Example.com/app:V1',
   ])('accepts %s', (ref) => expect(isImageRef(ref)).toBe(true));
 
-  it.each(['', 'Upper', 'a/UPPER', '../../etc/passwd', 'a b', 'ü∂ƒ', 'x:y:z', '/abs', 'a//b', 'busybox@sha256:short', 'x'.repeat(5000)])(
-    'rejects %j',
-    (ref) => expect(isImageRef(ref)).toBe(false),
-  );
+  it.each([
+    '',
+    'Upper',
+    'a/UPPER',
+    '../../etc/passwd',
+    'a b',
+    'ü∂ƒ',
+    'x:y:z',
+    '/abs',
+    'a//b',
+    'busybox@sha256:short',
+    'x'.repeat(5000),
+  ])('rejects %j', (ref) => expect(isImageRef(ref)).toBe(false));
 
   it('parses like Docker (host only with . : localhost or upper case)', () => {
-    expect(parseRef('busybox')).toEqual({ domain: 'docker.io', path: 'library/busybox', tag: undefined, digest: undefined });
+    expect(parseRef('busybox')).toEqual({
+      domain: 'docker.io',
+      path: 'library/busybox',
+      tag: undefined,
+      digest: undefined,
+    });
     expect(parseRef('user/app:1')).toMatchObject({ domain: 'docker.io', path: 'user/app', tag: '1' });
     expect(parseRef('localhost/app')).toMatchObject({ domain: 'localhost', path: 'app' });
     expect(parseRef('127.0.0.1:5000/a/b:v1')).toMatchObject({ domain: '127.0.0.1:5000', path: 'a/b', tag: 'v1' });
@@ -49,7 +63,13 @@ describe('image references', () => {
   });
 
   it('spells one image one way (canonical) and as Docker lists it (familiar)', () => {
-    for (const r of ['busybox', 'busybox:latest', 'docker.io/busybox', 'docker.io/library/busybox:latest', 'index.docker.io/library/busybox']) {
+    for (const r of [
+      'busybox',
+      'busybox:latest',
+      'docker.io/busybox',
+      'docker.io/library/busybox:latest',
+      'index.docker.io/library/busybox',
+    ]) {
       expect(canonicalRef(r)).toBe('docker.io/library/busybox:latest');
       expect(familiarRef(r)).toBe('busybox:latest');
     }
@@ -73,7 +93,11 @@ describe('pull errors', () => {
   it.each([
     ['unauthorized: authentication required', 500, 'unauthenticated'],
     ['Head "http://127.0.0.1:45002/v2/probe/bb/manifests/v1": no basic auth credentials', 500, 'unauthenticated'],
-    ["pull access denied for x, repository does not exist or may require 'docker login': denied: requested access to the resource is denied", 404, 'unauthenticated'],
+    [
+      "pull access denied for x, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
+      404,
+      'unauthenticated',
+    ],
     ['denied: requested access to the resource is denied', 500, 'permission-denied'],
     ['manifest for 127.0.0.1:45001/probe/nope:v1 not found: manifest unknown: manifest unknown', 404, 'not-found'],
     ['Get "http://127.0.0.1:1/v2/": dial tcp 127.0.0.1:1: connect: connection refused', 500, 'unavailable'],
@@ -86,18 +110,25 @@ describe('pull errors', () => {
   });
 
   it("keeps the registry's message and drops docker-modem's HTTP wrapper", () => {
-    const modemErr = Object.assign(new Error('(HTTP code 500) server error - unauthorized: authentication required '), { statusCode: 500, json: null });
+    const modemErr = Object.assign(new Error('(HTTP code 500) server error - unauthorized: authentication required '), {
+      statusCode: 500,
+      json: null,
+    });
     expect(registryMessage(modemErr)).toBe('unauthorized: authentication required');
     const e = pullError('r/x:1', modemErr);
     expect(e.kind).toBe('unauthenticated');
     expect(e.message).toBe('pull image r/x:1: unauthorized: authentication required');
     // an error already prefixed is not prefixed twice
-    expect(pullError('r/x:1', new DomainError('unknown', 'pull image r/x:1: manifest unknown')).message).toBe('pull image r/x:1: manifest unknown');
+    expect(pullError('r/x:1', new DomainError('unknown', 'pull image r/x:1: manifest unknown')).message).toBe(
+      'pull image r/x:1: manifest unknown',
+    );
   });
 
   it('maps cancellation and an unreachable daemon', () => {
     const abort = Object.assign(new Error('The operation was aborted'), { name: 'AbortError' });
     expect(pullError('x', abort).kind).toBe('cancelled');
-    expect(pullError('x', Object.assign(new Error('connect ENOENT /var/run/docker.sock'), { code: 'ENOENT' })).kind).toBe('unavailable');
+    expect(
+      pullError('x', Object.assign(new Error('connect ENOENT /var/run/docker.sock'), { code: 'ENOENT' })).kind,
+    ).toBe('unavailable');
   });
 });

@@ -16,7 +16,10 @@ describe('orphaned CNI teardowns that keep failing', () => {
       },
     } as unknown as ServiceDeps;
     const warnings: Array<{ msg: string; meta: Record<string, unknown> }> = [];
-    const log = { warn: (msg: string, meta: Record<string, unknown>) => warnings.push({ msg, meta }), info: () => undefined } as unknown as Logger;
+    const log = {
+      warn: (msg: string, meta: Record<string, unknown>) => warnings.push({ msg, meta }),
+      info: () => undefined,
+    } as unknown as Logger;
     const retries = new TeardownRetries(5);
     for (let round = 0; round < 100; round++) await releaseOrphanNetworks(deps, log, () => false, retries);
     expect(dels).toBe(5);

@@ -24,7 +24,9 @@ describe('json-file records -> CRI entries', () => {
     const piece = 'y'.repeat(16384);
     const data = Buffer.from(rec('one\n') + rec(piece) + rec('rest\n') + rec('err\n', 'stderr') + rec('tail'));
     const out = convertJsonLines(data);
-    expect(out.cri.toString()).toBe(`${T} stdout F one\n${T} stdout P ${piece}\n${T} stdout F rest\n${T} stderr F err\n${T} stdout P tail\n`);
+    expect(out.cri.toString()).toBe(
+      `${T} stdout F one\n${T} stdout P ${piece}\n${T} stdout F rest\n${T} stderr F err\n${T} stdout P tail\n`,
+    );
     expect(out).toMatchObject({ records: 5, bad: 0, lastTime: T });
   });
 
@@ -33,13 +35,27 @@ describe('json-file records -> CRI entries', () => {
     expect(criEntriesText(T, 'stdout', 'a\nb\nc')).toBe(`${T} stdout F a\n${T} stdout F b\n${T} stdout P c\n`);
   });
 
-  it('reads escapes, Go\'s HTML escapes and records with attrs exactly as a JSON parser would', () => {
-    const tricky = ['quote " and \\ backslash\n', 'a<b>&c\t\u0001\n', '","stream":"stderr","time":"x"}\n', 'ends in a backslash \\', '\\n literal\n'];
+  it("reads escapes, Go's HTML escapes and records with attrs exactly as a JSON parser would", () => {
+    const tricky = [
+      'quote " and \\ backslash\n',
+      'a<b>&c\t\u0001\n',
+      '","stream":"stderr","time":"x"}\n',
+      'ends in a backslash \\',
+      '\\n literal\n',
+    ];
     // Go escapes <, > and & as \u003c, \u003e and \u0026
     const goStyle = (log: string, stream = 'stdout'): string =>
-      JSON.stringify({ log, stream, time: T }).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026') + '\n';
-    const data = Buffer.from(tricky.map((l, i) => goStyle(l, i % 2 ? 'stderr' : 'stdout')).join('') + JSON.stringify({ log: 'with attrs\n', stream: 'stdout', attrs: { a: 'b' }, time: T }) + '\n');
-    const expected = tricky.map((l, i) => criEntriesText(T, i % 2 ? 'stderr' : 'stdout', l)).join('') + `${T} stdout F with attrs\n`;
+      JSON.stringify({ log, stream, time: T })
+        .replace(/</g, '\\u003c')
+        .replace(/>/g, '\\u003e')
+        .replace(/&/g, '\\u0026') + '\n';
+    const data = Buffer.from(
+      tricky.map((l, i) => goStyle(l, i % 2 ? 'stderr' : 'stdout')).join('') +
+        JSON.stringify({ log: 'with attrs\n', stream: 'stdout', attrs: { a: 'b' }, time: T }) +
+        '\n',
+    );
+    const expected =
+      tricky.map((l, i) => criEntriesText(T, i % 2 ? 'stderr' : 'stdout', l)).join('') + `${T} stdout F with attrs\n`;
     expect(convertJsonLines(data).cri.toString()).toBe(expected);
   });
 
@@ -53,7 +69,13 @@ describe('json-file records -> CRI entries', () => {
     const T0 = '2026-11-23T09:59:59.000000000Z';
     const T2 = '2026-11-23T10:00:01.000000000Z';
     const keep = skipUpTo({ timestamp: T, count: 2 });
-    const data = Buffer.from(rec('old\n', 'stdout', T0) + rec('p1', 'stdout', T) + rec('p2\n', 'stdout', T) + rec('p3\n', 'stdout', T) + rec('new\n', 'stdout', T2));
+    const data = Buffer.from(
+      rec('old\n', 'stdout', T0) +
+        rec('p1', 'stdout', T) +
+        rec('p2\n', 'stdout', T) +
+        rec('p3\n', 'stdout', T) +
+        rec('new\n', 'stdout', T2),
+    );
     expect(convertJsonLines(data, keep).cri.toString()).toBe(`${T} stdout F p3\n${T2} stdout F new\n`);
   });
 });
@@ -67,7 +89,11 @@ describe('saved positions and the CRI file', () => {
 
   it('saves atomically, the newest save winning, and forgets on remove', async () => {
     const store = createLogPositionStore(path.join(dir, 'pos'));
-    const pos = (offset: number) => ({ version: 1 as const, source: { ino: 1, offset, head: 'h', size: offset }, cri: { ino: 2, size: offset } });
+    const pos = (offset: number) => ({
+      version: 1 as const,
+      source: { ino: 1, offset, head: 'h', size: offset },
+      cri: { ino: 2, size: offset },
+    });
     await Promise.all([store.save('c1', pos(1)), store.save('c1', pos(2)), store.save('c1', pos(3))]);
     expect(store.load('c1')?.source.offset).toBe(3);
     expect(await fsp.readdir(path.join(dir, 'pos'))).toEqual(['c1.json']);
@@ -123,9 +149,15 @@ describe('json-file copy loop', () => {
   });
   afterEach(() => fsp.rm(dir, { recursive: true, force: true }));
 
-  const lines = (from: number, to: number): string => Array.from({ length: to - from + 1 }, (_, i) => rec(`n=${from + i}\n`)).join('');
-  const criLines = async (): Promise<string[]> => (await fsp.readFile(cri, 'utf8')).split('\n').filter(Boolean).map((l) => l.split(' ').slice(3).join(' '));
-  const range = (from: number, to: number): string[] => Array.from({ length: to - from + 1 }, (_, i) => `n=${from + i}`);
+  const lines = (from: number, to: number): string =>
+    Array.from({ length: to - from + 1 }, (_, i) => rec(`n=${from + i}\n`)).join('');
+  const criLines = async (): Promise<string[]> =>
+    (await fsp.readFile(cri, 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ').slice(3).join(' '));
+  const range = (from: number, to: number): string[] =>
+    Array.from({ length: to - from + 1 }, (_, i) => `n=${from + i}`);
 
   const copy = (file: CriLogFile) =>
     startJsonFileCopy({
@@ -179,7 +211,8 @@ describe('json-file copy loop', () => {
     await fsp.writeFile(json, lines(1, 50));
     const file = new CriLogFile(cri);
     const c = copy(file);
-    for (let i = 0; i < 100 && (await fsp.readFile(cri, 'utf8').catch(() => '')).split('\n').length < 51; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 100 && (await fsp.readFile(cri, 'utf8').catch(() => '')).split('\n').length < 51; i++)
+      await new Promise((r) => setTimeout(r, 5));
     await fsp.rename(cri, `${cri}.1`);
     file.reopen();
     await fsp.appendFile(json, lines(51, 80));
@@ -187,7 +220,12 @@ describe('json-file copy loop', () => {
     await c.done;
     file.close();
     const all = (await fsp.readFile(`${cri}.1`, 'utf8')) + (await fsp.readFile(cri, 'utf8'));
-    expect(all.split('\n').filter(Boolean).map((l) => l.split(' ').slice(3).join(' '))).toEqual(range(1, 80));
+    expect(
+      all
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ').slice(3).join(' ')),
+    ).toEqual(range(1, 80));
     expect(store.load('c')?.cri.ino).toBe((await fsp.stat(cri)).ino);
   });
 });

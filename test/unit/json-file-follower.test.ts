@@ -21,13 +21,19 @@ class FakeDocker {
     let out = '';
     for (let i = 0; i < count; i++) {
       this.seq += 1;
-      out += JSON.stringify({ log: `n=${this.seq}${'x'.repeat(pad)}\n`, stream: 'stdout', time: '2026-11-23T10:00:00.000000001Z' }) + '\n';
+      out +=
+        JSON.stringify({
+          log: `n=${this.seq}${'x'.repeat(pad)}\n`,
+          stream: 'stdout',
+          time: '2026-11-23T10:00:00.000000001Z',
+        }) + '\n';
     }
     await fsp.appendFile(this.file, out);
   }
 
   async rotate(): Promise<void> {
-    for (let i = this.maxFiles - 1; i > 1; i--) await fsp.rename(`${this.file}.${i - 1}`, `${this.file}.${i}`).catch(() => undefined);
+    for (let i = this.maxFiles - 1; i > 1; i--)
+      await fsp.rename(`${this.file}.${i - 1}`, `${this.file}.${i}`).catch(() => undefined);
     await fsp.rename(this.file, `${this.file}.1`);
     await fsp.writeFile(this.file, '');
   }
@@ -67,7 +73,12 @@ describe('json-file rotation follower', () => {
   });
 
   const follower = (chunkBytes = 4096): JsonFileFollower => {
-    const f = new JsonFileFollower(file, { chunkBytes, scanEveryMs: 50, now: () => clock, onLoss: (l) => losses.push(l) });
+    const f = new JsonFileFollower(file, {
+      chunkBytes,
+      scanEveryMs: 50,
+      now: () => clock,
+      onLoss: (l) => losses.push(l),
+    });
     open.push(f);
     return f;
   };

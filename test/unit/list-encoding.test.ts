@@ -31,13 +31,25 @@ describe('List answers encoded from per-entry bytes', () => {
     const again = { containers: [containers[3], containers[0]] };
     expect(cached(again)).toEqual(generic(again));
     expect(cached({ containers: [] })).toEqual(generic({ containers: [] }));
-    const decoded = service.ListContainers.responseDeserialize(cached(answer)) as { containers: Array<{ id: string; labels: Record<string, string> }> };
-    expect(decoded.containers.map((c) => [c.id, c.labels.n])).toEqual(containers.map((c) => [c.id, (c.labels as Record<string, string>).n]));
+    const decoded = service.ListContainers.responseDeserialize(cached(answer)) as {
+      containers: Array<{ id: string; labels: Record<string, string> }>;
+    };
+    expect(decoded.containers.map((c) => [c.id, c.labels.n])).toEqual(
+      containers.map((c) => [c.id, (c.labels as Record<string, string>).n]),
+    );
   });
 
   it('encodes sandboxes the same way', () => {
     const items = [
-      { id: 's'.repeat(64), metadata: { name: 'web', namespace: 'default', uid: 'u', attempt: 1 }, state: 'SANDBOX_READY', created_at: '1', labels: { a: 'b' }, annotations: {}, runtime_handler: '' },
+      {
+        id: 's'.repeat(64),
+        metadata: { name: 'web', namespace: 'default', uid: 'u', attempt: 1 },
+        state: 'SANDBOX_READY',
+        created_at: '1',
+        labels: { a: 'b' },
+        annotations: {},
+        runtime_handler: '',
+      },
     ];
     const serialize = withCachedListEncoding(service).ListPodSandbox.responseSerialize;
     expect(serialize({ items })).toEqual(service.ListPodSandbox.responseSerialize({ items }));

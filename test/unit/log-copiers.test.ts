@@ -8,12 +8,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
-import {
-  ApiLogCopy,
-  type ApiLogsOptions,
-  type ContainerLogsSource,
-  type LogsStream,
-} from '../../src/logs/api-copy';
+import { ApiLogCopy, type ApiLogsOptions, type ContainerLogsSource, type LogsStream } from '../../src/logs/api-copy';
 import type { JsonFileCopy, JsonFileCopyOptions } from '../../src/logs/json-file-copy';
 import { locateJsonFile } from '../../src/logs/json-file-locator';
 import { LocalLogCopy } from '../../src/logs/local-copy';

@@ -27,14 +27,21 @@ describe('rpc metrics', () => {
 
 describe('state gauges', () => {
   const sample = (text: string, name: string, state: string): string | undefined =>
-    text.split('\n').find((l) => l.startsWith(`${name}{state="${state}"}`))?.split(' ').pop();
+    text
+      .split('\n')
+      .find((l) => l.startsWith(`${name}{state="${state}"}`))
+      ?.split(' ')
+      .pop();
 
   it('report both gauges from the first scrape, with one state read per scrape', async () => {
     const m = createMetrics();
     let reads = 0;
     m.setStateCollector(async () => {
       reads++;
-      return { sandboxes: { SANDBOX_READY: reads, SANDBOX_NOTREADY: 1 }, containers: { CONTAINER_RUNNING: 10 * reads } };
+      return {
+        sandboxes: { SANDBOX_READY: reads, SANDBOX_NOTREADY: 1 },
+        containers: { CONTAINER_RUNNING: 10 * reads },
+      };
     });
     const first = await m.registry.metrics();
     expect(reads).toBe(1);
@@ -50,7 +57,10 @@ describe('state gauges', () => {
 
   it('drop states that no longer occur, and keep the last values when the read fails', async () => {
     const m = createMetrics();
-    let counts: { sandboxes: Record<string, number>; containers: Record<string, number> } | undefined = { sandboxes: { SANDBOX_READY: 2 }, containers: { CONTAINER_EXITED: 3 } };
+    let counts: { sandboxes: Record<string, number>; containers: Record<string, number> } | undefined = {
+      sandboxes: { SANDBOX_READY: 2 },
+      containers: { CONTAINER_EXITED: 3 },
+    };
     m.setStateCollector(async () => {
       if (!counts) throw new Error('docker is down');
       return counts;

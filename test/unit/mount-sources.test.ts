@@ -5,7 +5,13 @@ import { dockerBinds } from '../../src/cri/container-config';
 
 type Mount = Parameters<typeof dockerBinds>[0][number];
 const mount = (host_path: string): Mount =>
-  ({ container_path: '/data', host_path, readonly: false, selinux_relabel: false, propagation: 'PROPAGATION_PRIVATE' }) as Mount;
+  ({
+    container_path: '/data',
+    host_path,
+    readonly: false,
+    selinux_relabel: false,
+    propagation: 'PROPAGATION_PRIVATE',
+  }) as Mount;
 
 describe('mount sources that resolve into crishim state', () => {
   let base: string;

@@ -11,7 +11,11 @@ describe('dockershim names', () => {
 
   it('parses both kinds back, with or without the leading slash and random suffix', () => {
     expect(parseName('/k8s_POD_web_default_u-1_2')).toEqual({ kind: 'sandbox', container: 'POD', pod });
-    expect(parseName(withRandomSuffix('k8s_nginx_web_default_u-1_2'))).toEqual({ kind: 'container', container: 'nginx', pod });
+    expect(parseName(withRandomSuffix('k8s_nginx_web_default_u-1_2'))).toEqual({
+      kind: 'container',
+      container: 'nginx',
+      pod,
+    });
   });
 
   it('rejects names that are not ours', () => {
@@ -25,7 +29,10 @@ describe('labels', () => {
   it('round-trips CRI labels and annotations through Docker labels, hiding internal keys', () => {
     const docker = makeLabels({ app: 'web' }, { 'kubernetes.io/config.source': 'api' }, { [TYPE_LABEL]: 'podsandbox' });
     expect(docker).toEqual({ app: 'web', 'annotation.kubernetes.io/config.source': 'api', [TYPE_LABEL]: 'podsandbox' });
-    expect(splitLabels(docker)).toEqual({ labels: { app: 'web' }, annotations: { 'kubernetes.io/config.source': 'api' } });
+    expect(splitLabels(docker)).toEqual({
+      labels: { app: 'web' },
+      annotations: { 'kubernetes.io/config.source': 'api' },
+    });
   });
 
   it('internal keys win over user labels of the same name', () => {
@@ -42,7 +49,12 @@ describe('labels', () => {
 
 describe('identity labels', () => {
   it('adds pod identity labels the client did not send, and hides only those', () => {
-    const docker = makeLabels({ app: 'x', 'io.kubernetes.pod.name': 'from-kubelet' }, {}, {}, { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1' });
+    const docker = makeLabels(
+      { app: 'x', 'io.kubernetes.pod.name': 'from-kubelet' },
+      {},
+      {},
+      { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1' },
+    );
     expect(docker['io.kubernetes.pod.name']).toBe('from-kubelet');
     expect(docker['io.kubernetes.pod.uid']).toBe('u1');
     expect(splitLabels(docker).labels).toEqual({ app: 'x', 'io.kubernetes.pod.name': 'from-kubelet' });

@@ -20,7 +20,12 @@ const entry = (id: string, over: Partial<CacheEntry> = {}): CacheEntry => ({
   netns: '/proc/42/ns/net',
   ifName: 'eth0',
   portMappings: [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }],
-  config: { cniVersion: '0.4.0', name: 'crishim', plugins: [{ type: 'bridge', bridge: 'crishim0' }], file: '/etc/cni/net.d/10-crishim.conflist' },
+  config: {
+    cniVersion: '0.4.0',
+    name: 'crishim',
+    plugins: [{ type: 'bridge', bridge: 'crishim0' }],
+    file: '/etc/cni/net.d/10-crishim.conflist',
+  },
   ...over,
 });
 

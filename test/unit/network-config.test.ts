@@ -13,12 +13,21 @@ function capturingLogger(): { logger: winston.Logger; lines: Array<Record<string
   const lines: Array<Record<string, unknown>> = [];
   const stream = new PassThrough();
   stream.on('data', (c: Buffer) => {
-    for (const l of c.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+    for (const l of c.toString('utf8').split('\n').filter(Boolean))
+      lines.push(JSON.parse(l) as Record<string, unknown>);
   });
-  return { logger: winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }), lines };
+  return {
+    logger: winston.createLogger({
+      level: 'debug',
+      format: winston.format.json(),
+      transports: [new winston.transports.Stream({ stream })],
+    }),
+    lines,
+  };
 }
 
-const list = (name: string, types: string[]): string => JSON.stringify({ cniVersion: '0.4.0', name, plugins: types.map((type) => ({ type })) });
+const list = (name: string, types: string[]): string =>
+  JSON.stringify({ cniVersion: '0.4.0', name, plugins: types.map((type) => ({ type })) });
 
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -35,7 +44,8 @@ const quiet = winston.createLogger({ silent: true });
 beforeEach(async () => {
   dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-netconf-'));
   bin = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-netbin-'));
-  for (const p of ['bridge', 'loopback', 'portmap']) await fsp.writeFile(path.join(bin, p), '#!/bin/sh\n', { mode: 0o755 });
+  for (const p of ['bridge', 'loopback', 'portmap'])
+    await fsp.writeFile(path.join(bin, p), '#!/bin/sh\n', { mode: 0o755 });
 });
 afterEach(async () => {
   await fsp.rm(dir, { recursive: true, force: true });
@@ -44,9 +54,20 @@ afterEach(async () => {
 
 describe('parseConfFile', () => {
   it('keeps a conflist as it is and wraps a single-plugin config', () => {
-    const l = parseConfFile('/d/10.conflist', JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'bridge', x: 1 }, { type: 'portmap' }] }));
-    expect(l).toEqual({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'bridge', x: 1 }, { type: 'portmap' }], file: '/d/10.conflist' });
-    const single = parseConfFile('/d/10.json', JSON.stringify({ cniVersion: '0.3.1', name: 's', type: 'bridge', ipam: { type: 'host-local' } }));
+    const l = parseConfFile(
+      '/d/10.conflist',
+      JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'bridge', x: 1 }, { type: 'portmap' }] }),
+    );
+    expect(l).toEqual({
+      cniVersion: '1.0.0',
+      name: 'n',
+      plugins: [{ type: 'bridge', x: 1 }, { type: 'portmap' }],
+      file: '/d/10.conflist',
+    });
+    const single = parseConfFile(
+      '/d/10.json',
+      JSON.stringify({ cniVersion: '0.3.1', name: 's', type: 'bridge', ipam: { type: 'host-local' } }),
+    );
     expect(single.plugins).toEqual([{ type: 'bridge', ipam: { type: 'host-local' } }]);
     expect(single.name).toBe('s');
   });
@@ -68,14 +89,24 @@ describe('probing a conf dir', () => {
   it('takes the first valid .conf/.conflist/.json in lexical order, skipping invalid files and other extensions', async () => {
     await fsp.writeFile(path.join(dir, '00-other.yaml'), list('yaml', ['bridge']));
     await fsp.writeFile(path.join(dir, '01-broken.conf'), '{ nope');
-    await fsp.writeFile(path.join(dir, '02-noname.conflist'), JSON.stringify({ cniVersion: '0.4.0', plugins: [{ type: 'bridge' }] }));
+    await fsp.writeFile(
+      path.join(dir, '02-noname.conflist'),
+      JSON.stringify({ cniVersion: '0.4.0', plugins: [{ type: 'bridge' }] }),
+    );
     await fsp.writeFile(path.join(dir, '30-later.conflist'), list('later', ['bridge']));
-    await fsp.writeFile(path.join(dir, '20-single.json'), JSON.stringify({ cniVersion: '0.4.0', name: 'single', type: 'bridge' }));
+    await fsp.writeFile(
+      path.join(dir, '20-single.json'),
+      JSON.stringify({ cniVersion: '0.4.0', name: 'single', type: 'bridge' }),
+    );
     await fsp.mkdir(path.join(dir, '03-dir.conf'));
     const { logger, lines } = capturingLogger();
     const r = probeConfDirSync(dir, [bin], logger);
     expect(r.problem).toBeUndefined();
-    expect(r.config).toMatchObject({ name: 'single', file: path.join(dir, '20-single.json'), plugins: [{ type: 'bridge' }] });
+    expect(r.config).toMatchObject({
+      name: 'single',
+      file: path.join(dir, '20-single.json'),
+      plugins: [{ type: 'bridge' }],
+    });
     const skipped = lines.filter((l) => l.message === 'skipping invalid CNI config').map((l) => l.file);
     expect(skipped).toEqual([path.join(dir, '01-broken.conf'), path.join(dir, '02-noname.conflist')]);
   });
@@ -94,12 +125,16 @@ describe('probing a conf dir', () => {
   });
 
   it('says what is missing: the directory, any config, or a plugin binary (named, with the dirs searched)', async () => {
-    expect(probeConfDirSync(path.join(dir, 'absent'), [bin], quiet).problem).toBe(`no CNI configuration directory ${path.join(dir, 'absent')}`);
+    expect(probeConfDirSync(path.join(dir, 'absent'), [bin], quiet).problem).toBe(
+      `no CNI configuration directory ${path.join(dir, 'absent')}`,
+    );
     expect(probeConfDirSync(dir, [bin], quiet).problem).toBe(`no CNI configuration file in ${dir}`);
     await fsp.writeFile(path.join(dir, '10-x.conflist'), list('x', ['bridge', 'flannel', 'portmap']));
     const r = probeConfDirSync(dir, ['/nonexistent', bin], quiet);
     expect(r.config?.name).toBe('x');
-    expect(r.problem).toBe(`CNI config ${path.join(dir, '10-x.conflist')} (network x) needs plugin flannel: binary not found in /nonexistent:${bin}`);
+    expect(r.problem).toBe(
+      `CNI config ${path.join(dir, '10-x.conflist')} (network x) needs plugin flannel: binary not found in /nonexistent:${bin}`,
+    );
   });
 
   it('needs loopback too, since crishim runs it on lo, and an executable file for each plugin', async () => {
@@ -118,16 +153,33 @@ describe('plugin manager readiness', () => {
   let plugin: NetworkPlugin | undefined;
   afterEach(() => plugin?.close());
   const make = (probeIntervalMs = 60_000): NetworkPlugin =>
-    (plugin = createNetworkPlugin({ plugin: 'cni', confDir: dir, binDirs: [bin], cacheDir: path.join(dir, 'cache'), logger: quiet, probeIntervalMs }));
+    (plugin = createNetworkPlugin({
+      plugin: 'cni',
+      confDir: dir,
+      binDirs: [bin],
+      cacheDir: path.join(dir, 'cache'),
+      logger: quiet,
+      probeIntervalMs,
+    }));
 
   it('is right from the start, without waiting for a probe', async () => {
     await fsp.writeFile(path.join(dir, '10-a.conflist'), list('a', ['bridge']));
-    expect(make().status()).toEqual({ ready: true, reason: '', message: '', configName: 'a', configFile: path.join(dir, '10-a.conflist') });
+    expect(make().status()).toEqual({
+      ready: true,
+      reason: '',
+      message: '',
+      configName: 'a',
+      configFile: path.join(dir, '10-a.conflist'),
+    });
   });
 
   it('flips with configs added, changed and removed after start (fs.watch, no periodic probe needed)', async () => {
     const p = make(); // the periodic probe is a minute away: only the watcher can see these changes
-    expect(p.status()).toEqual({ ready: false, reason: 'NetworkPluginNotReady', message: `network plugin is not ready: no CNI configuration file in ${dir}` });
+    expect(p.status()).toEqual({
+      ready: false,
+      reason: 'NetworkPluginNotReady',
+      message: `network plugin is not ready: no CNI configuration file in ${dir}`,
+    });
     await fsp.writeFile(path.join(dir, '20-late.conflist'), list('late', ['bridge']));
     await until(() => p.status().ready);
     expect(p.status().configName).toBe('late');
@@ -147,7 +199,14 @@ describe('plugin manager readiness', () => {
 
   it('finds a conf dir created after start with the periodic probe, and a binary installed later', async () => {
     const confDir = path.join(dir, 'net.d');
-    plugin = createNetworkPlugin({ plugin: 'cni', confDir, binDirs: [bin], cacheDir: path.join(dir, 'cache'), logger: quiet, probeIntervalMs: 50 });
+    plugin = createNetworkPlugin({
+      plugin: 'cni',
+      confDir,
+      binDirs: [bin],
+      cacheDir: path.join(dir, 'cache'),
+      logger: quiet,
+      probeIntervalMs: 50,
+    });
     const p = plugin;
     expect(p.status().message).toMatch(/no CNI configuration directory/);
     await fsp.mkdir(confDir);
@@ -162,15 +221,35 @@ describe('plugin manager readiness', () => {
     await fsp.writeFile(path.join(dir, '10-x.conflist'), list('x', ['bridge', 'flannel']));
     const p = make();
     await expect(
-      p.setUpPod({ podName: 'web', podNamespace: 'prod', podUid: 'u', sandboxId: 'a'.repeat(64), netnsPath: '/proc/1/ns/net', portMappings: [] }),
+      p.setUpPod({
+        podName: 'web',
+        podNamespace: 'prod',
+        podUid: 'u',
+        sandboxId: 'a'.repeat(64),
+        netnsPath: '/proc/1/ns/net',
+        portMappings: [],
+      }),
     ).rejects.toThrow(/set up network of pod prod\/web: network plugin is not ready: .*needs plugin flannel/);
     expect(await p.cachedSandboxes()).toEqual([]);
   });
 
   it('the none plugin is always ready and does nothing', async () => {
-    const p = createNetworkPlugin({ plugin: 'none', confDir: path.join(dir, 'absent'), binDirs: [], cacheDir: path.join(dir, 'cache'), logger: quiet });
+    const p = createNetworkPlugin({
+      plugin: 'none',
+      confDir: path.join(dir, 'absent'),
+      binDirs: [],
+      cacheDir: path.join(dir, 'cache'),
+      logger: quiet,
+    });
     expect(p.status().ready).toBe(true);
-    const req = { podName: 'p', podNamespace: 'n', podUid: 'u', sandboxId: 'a'.repeat(64), netnsPath: '', portMappings: [] };
+    const req = {
+      podName: 'p',
+      podNamespace: 'n',
+      podUid: 'u',
+      sandboxId: 'a'.repeat(64),
+      netnsPath: '',
+      portMappings: [],
+    };
     await expect(p.setUpPod(req)).resolves.toEqual({ ips: [], networkName: 'none' });
     await expect(p.tearDownPod(req)).resolves.toBeUndefined();
     await expect(p.podNetwork(req.sandboxId)).resolves.toBeUndefined();

@@ -86,7 +86,15 @@ async function useConfig(types: Array<string | Record<string, unknown>>, name = 
   await fsp.writeFile(path.join(confDir, '10-test.conflist'), JSON.stringify({ cniVersion: '0.4.0', name, plugins }));
 }
 const make = (execTimeoutMs?: number): NetworkPlugin =>
-  (plugin = createNetworkPlugin({ plugin: 'cni', confDir, binDirs: ['/nonexistent-first', bin], cacheDir, logger: quiet, execTimeoutMs, probeIntervalMs: 60_000 }));
+  (plugin = createNetworkPlugin({
+    plugin: 'cni',
+    confDir,
+    binDirs: ['/nonexistent-first', bin],
+    cacheDir,
+    logger: quiet,
+    execTimeoutMs,
+    probeIntervalMs: 60_000,
+  }));
 const req = (over: Partial<PodNetworkRequest> = {}): PodNetworkRequest => ({
   podName: 'web',
   podNamespace: 'prod',
@@ -108,7 +116,8 @@ beforeEach(async () => {
   cacheDir = path.join(dir, 'cache');
   await fsp.mkdir(bin);
   await fsp.mkdir(confDir);
-  for (const p of ['loopback', 'fake-ip', 'fake-pass', 'fake-fail', 'fake-stderr', 'fake-delfail']) await fsp.writeFile(path.join(bin, p), FAKE, { mode: 0o755 });
+  for (const p of ['loopback', 'fake-ip', 'fake-pass', 'fake-fail', 'fake-stderr', 'fake-delfail'])
+    await fsp.writeFile(path.join(bin, p), FAKE, { mode: 0o755 });
   await fsp.writeFile(path.join(bin, 'fake-hang'), HANG, { mode: 0o755 });
 });
 afterEach(async () => {
@@ -119,9 +128,19 @@ afterEach(async () => {
 
 describe('building a plugin call', () => {
   it('CNI_ARGS and the environment are the kubelet ones, with nothing else leaking in', () => {
-    expect(cniArgs({ K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p' })).toBe('IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p');
+    expect(cniArgs({ K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p' })).toBe(
+      'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p',
+    );
     process.env.CRISHIM_SECRET_TEST = 'x';
-    const env = cniEnv({ command: 'DEL', containerId: 'abc', netns: '', ifName: 'eth0', args: { A: 'b' }, binDirs: ['/a', '/b'], timeoutMs: 1 });
+    const env = cniEnv({
+      command: 'DEL',
+      containerId: 'abc',
+      netns: '',
+      ifName: 'eth0',
+      args: { A: 'b' },
+      binDirs: ['/a', '/b'],
+      timeoutMs: 1,
+    });
     delete process.env.CRISHIM_SECRET_TEST;
     expect(env).toEqual({
       PATH: process.env.PATH,
@@ -141,13 +160,25 @@ describe('building a plugin call', () => {
       { hostPort: 8080, containerPort: 80, protocol: 'tcp' },
       { hostPort: 5353, containerPort: 53, protocol: 'udp', hostIP: '127.0.0.1' },
     ];
-    expect(pluginStdin(list, { type: 'bridge', capabilities: { ipRanges: false } }, { portMappings: pm, podCidr: '10.0.0.0/16' })).toEqual({
+    expect(
+      pluginStdin(
+        list,
+        { type: 'bridge', capabilities: { ipRanges: false } },
+        { portMappings: pm, podCidr: '10.0.0.0/16' },
+      ),
+    ).toEqual({
       type: 'bridge',
       capabilities: { ipRanges: false },
       name: 'n',
       cniVersion: '0.4.0',
     });
-    expect(pluginStdin(list, { type: 'portmap', capabilities: { portMappings: true } }, { portMappings: pm, prevResult: { ips: [] } })).toEqual({
+    expect(
+      pluginStdin(
+        list,
+        { type: 'portmap', capabilities: { portMappings: true } },
+        { portMappings: pm, prevResult: { ips: [] } },
+      ),
+    ).toEqual({
       type: 'portmap',
       capabilities: { portMappings: true },
       name: 'n',
@@ -155,21 +186,34 @@ describe('building a plugin call', () => {
       prevResult: { ips: [] },
       runtimeConfig: { portMappings: cniPm },
     });
-    expect(pluginStdin(list, { type: 'portmap', capabilities: { portMappings: true } }, { portMappings: [] }).runtimeConfig).toBeUndefined();
-    expect(pluginStdin(list, { type: 'host-local', capabilities: { ipRanges: true } }, { portMappings: [], podCidr: '10.1.0.0/24,fd00::/64' }).runtimeConfig).toEqual({
+    expect(
+      pluginStdin(list, { type: 'portmap', capabilities: { portMappings: true } }, { portMappings: [] }).runtimeConfig,
+    ).toBeUndefined();
+    expect(
+      pluginStdin(
+        list,
+        { type: 'host-local', capabilities: { ipRanges: true } },
+        { portMappings: [], podCidr: '10.1.0.0/24,fd00::/64' },
+      ).runtimeConfig,
+    ).toEqual({
       ipRanges: [[{ subnet: '10.1.0.0/24' }], [{ subnet: 'fd00::/64' }]],
     });
   });
 
   it('result IPs: prefix stripped, IPv4 first, old 0.2.0 results too, junk ignored', () => {
-    expect(resultIps({ ips: [{ address: 'fd00::5/64' }, { address: '10.88.0.5/16' }, { address: '10.99.0.5/16' }] })).toEqual(['10.88.0.5', '10.99.0.5', 'fd00::5']);
+    expect(
+      resultIps({ ips: [{ address: 'fd00::5/64' }, { address: '10.88.0.5/16' }, { address: '10.99.0.5/16' }] }),
+    ).toEqual(['10.88.0.5', '10.99.0.5', 'fd00::5']);
     expect(resultIps({ ip4: { ip: '10.1.0.2/24' }, ip6: { ip: 'fd00::2/64' } })).toEqual(['10.1.0.2', 'fd00::2']);
     expect(resultIps({ ips: [null, { address: 7 }, {}] })).toEqual([]);
     expect(resultIps('nope')).toEqual([]);
   });
 
   it('a plugin error: the spec JSON (msg: details) first, else stderr, else the exit status', () => {
-    expect(pluginFailure('{"code":7,"msg":"full","details":"10.0.0.0/24"}', 'ignored', 'exit code 1')).toEqual({ code: 7, msg: 'full: 10.0.0.0/24' });
+    expect(pluginFailure('{"code":7,"msg":"full","details":"10.0.0.0/24"}', 'ignored', 'exit code 1')).toEqual({
+      code: 7,
+      msg: 'full: 10.0.0.0/24',
+    });
     expect(pluginFailure('garbage', 'panic: x\n', 'exit code 2')).toEqual({ msg: 'panic: x' });
     expect(pluginFailure('', '', 'exit code 2')).toEqual({ msg: 'exit code 2' });
   });
@@ -227,7 +271,15 @@ describe('set up and tear down through the chain', () => {
     await expect(p.setUpPod(req())).rejects.toThrow(
       'set up network of pod prod/web (network testnet): CNI plugin fake-fail ADD failed: no more addresses: range 10.1.2.0/24 is full',
     );
-    expect(summary()).toEqual(['ADD loopback lo', 'ADD fake-ip eth0', 'ADD fake-fail eth0', 'DEL fake-pass eth0', 'DEL fake-fail eth0', 'DEL fake-ip eth0', 'DEL loopback lo']);
+    expect(summary()).toEqual([
+      'ADD loopback lo',
+      'ADD fake-ip eth0',
+      'ADD fake-fail eth0',
+      'DEL fake-pass eth0',
+      'DEL fake-fail eth0',
+      'DEL fake-ip eth0',
+      'DEL loopback lo',
+    ]);
     expect(await p.cachedSandboxes()).toEqual([]);
   });
 
@@ -242,10 +294,18 @@ describe('set up and tear down through the chain', () => {
     await expect(p.setUpPod(req())).rejects.toThrow(/fake-fail ADD failed/);
     expect(await p.cachedSandboxes()).toEqual([ID]);
     // a teardown reports the DEL error, naming the pod, and keeps the entry
-    await expect(p.tearDownPod(req())).rejects.toThrow('tear down network of pod prod/web (network testnet): CNI plugin fake-delfail DEL failed: cannot delete');
+    await expect(p.tearDownPod(req())).rejects.toThrow(
+      'tear down network of pod prod/web (network testnet): CNI plugin fake-delfail DEL failed: cannot delete',
+    );
     expect(await p.cachedSandboxes()).toEqual([ID]);
     // every plugin still got its DEL despite the failure in the middle
-    expect(summary().slice(-5)).toEqual(['DEL fake-fail eth0', 'DEL fake-delfail eth0', 'DEL fake-ip eth0', 'DEL loopback lo', 'DEL loopback lo']);
+    expect(summary().slice(-5)).toEqual([
+      'DEL fake-fail eth0',
+      'DEL fake-delfail eth0',
+      'DEL fake-ip eth0',
+      'DEL loopback lo',
+      'DEL loopback lo',
+    ]);
   });
 
   it('DEL after a restart uses the cached config even though the conf dir changed, with an empty netns when it is gone', async () => {
@@ -259,11 +319,20 @@ describe('set up and tear down through the chain', () => {
     expect(after.status().configName).toBe('new');
     expect(await after.podNetwork(ID)).toEqual({ ips: ['10.1.2.3', 'fd00::5'], networkName: 'old' });
     // the recovery path knows no pod names and no netns
-    await after.tearDownPod({ podName: '', podNamespace: '', podUid: '', sandboxId: ID, netnsPath: '/proc/999999999/ns/net', portMappings: [] });
+    await after.tearDownPod({
+      podName: '',
+      podNamespace: '',
+      podUid: '',
+      sandboxId: ID,
+      netnsPath: '/proc/999999999/ns/net',
+      portMappings: [],
+    });
     expect(summary()).toEqual(['DEL fake-pass eth0', 'DEL fake-ip eth0']); // no netns: no loopback DEL
     expect(calls()[0].stdin.name).toBe('old');
     expect(calls()[0].env.CNI_NETNS).toBe('');
-    expect(calls()[0].env.CNI_ARGS).toBe(`IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=${ID};K8S_POD_UID=uid-1`);
+    expect(calls()[0].env.CNI_ARGS).toBe(
+      `IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=${ID};K8S_POD_UID=uid-1`,
+    );
     expect(await after.cachedSandboxes()).toEqual([]);
   });
 
@@ -310,14 +379,28 @@ describe('logging', () => {
   it('lines about a pod carry its full sandbox id', async () => {
     const lines: Array<Record<string, unknown>> = [];
     const stream = new PassThrough();
-    stream.on('data', (c: Buffer) => c.toString('utf8').split('\n').filter(Boolean).forEach((l) => lines.push(JSON.parse(l) as Record<string, unknown>)));
-    const logger = winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
+    stream.on('data', (c: Buffer) =>
+      c
+        .toString('utf8')
+        .split('\n')
+        .filter(Boolean)
+        .forEach((l) => lines.push(JSON.parse(l) as Record<string, unknown>)),
+    );
+    const logger = winston.createLogger({
+      level: 'debug',
+      format: winston.format.json(),
+      transports: [new winston.transports.Stream({ stream })],
+    });
     await useConfig(['fake-ip']);
     plugin = createNetworkPlugin({ plugin: 'cni', confDir, binDirs: [bin], cacheDir, logger, probeIntervalMs: 60_000 });
     await plugin.setUpPod(req());
     await plugin.tearDownPod(req());
     await new Promise((r) => setImmediate(r));
-    expect(lines.find((l) => l.message === 'pod network is set up')).toMatchObject({ podSandboxId: ID, network: 'testnet', ips: ['10.1.2.3', 'fd00::5'] });
+    expect(lines.find((l) => l.message === 'pod network is set up')).toMatchObject({
+      podSandboxId: ID,
+      network: 'testnet',
+      ips: ['10.1.2.3', 'fd00::5'],
+    });
     expect(lines.find((l) => l.message === 'pod network is torn down')).toMatchObject({ podSandboxId: ID });
     const done = lines.filter((l) => l.message === 'CNI plugin done').map((l) => [l.podSandboxId, l.plugin, l.command]);
     expect(done.slice(0, 2)).toEqual([
@@ -358,7 +441,15 @@ describe('runaway plugins', () => {
 
   it('an abort kills the plugin at once; an already-aborted signal starts nothing', async () => {
     const conf = { type: 'fake-hang', name: 'n', cniVersion: '0.4.0' };
-    const inv = { command: 'ADD' as const, containerId: ID, netns: '', ifName: 'eth0', args: {}, binDirs: [bin], timeoutMs: 60_000 };
+    const inv = {
+      command: 'ADD' as const,
+      containerId: ID,
+      netns: '',
+      ifName: 'eth0',
+      args: {},
+      binDirs: [bin],
+      timeoutMs: 60_000,
+    };
     const ac = new AbortController();
     const t0 = Date.now();
     const run = execPlugin(conf, { ...inv, signal: ac.signal });
@@ -373,7 +464,10 @@ describe('runaway plugins', () => {
 
   it('a binary missing at exec time is an error naming it', async () => {
     await expect(
-      execPlugin({ type: 'gone', name: 'n', cniVersion: '0.4.0' }, { command: 'DEL', containerId: ID, netns: '', ifName: 'eth0', args: {}, binDirs: [bin], timeoutMs: 1000 }),
+      execPlugin(
+        { type: 'gone', name: 'n', cniVersion: '0.4.0' },
+        { command: 'DEL', containerId: ID, netns: '', ifName: 'eth0', args: {}, binDirs: [bin], timeoutMs: 1000 },
+      ),
     ).rejects.toThrow(`CNI plugin gone DEL failed: binary not found in ${bin}`);
   });
 });

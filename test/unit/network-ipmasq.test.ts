@@ -22,7 +22,12 @@ it('finds only the rules of that network and container', () => {
 });
 
 it('is needed only for a bridge with ipMasq', () => {
-  const conf = (plugins: Array<Record<string, unknown> & { type: string }>) => ({ cniVersion: '0.4.0', name: 'n', file: 'f', plugins });
+  const conf = (plugins: Array<Record<string, unknown> & { type: string }>) => ({
+    cniVersion: '0.4.0',
+    name: 'n',
+    file: 'f',
+    plugins,
+  });
   expect(needsIpMasqCleanup(conf([{ type: 'bridge', ipMasq: true }, { type: 'portmap' }]))).toBe(true);
   expect(needsIpMasqCleanup(conf([{ type: 'bridge' }]))).toBe(false);
   expect(needsIpMasqCleanup(conf([{ type: 'ptp', ipMasq: true }]))).toBe(false);
@@ -53,5 +58,7 @@ it('reports a failed removal', async () => {
     if (args.includes('-X')) throw new Error(`${bin}: chain busy`);
     return args.includes('-S') && bin === 'iptables' ? RULES : '';
   };
-  await expect(cleanupIpMasq('crishim', ID, run)).rejects.toThrow('removing leftover ipMasq rules: iptables: chain busy');
+  await expect(cleanupIpMasq('crishim', ID, run)).rejects.toThrow(
+    'removing leftover ipMasq rules: iptables: chain busy',
+  );
 });

@@ -8,7 +8,11 @@ const quiet = createLogger('error', 'text');
 const up: EngineSnapshot = { reachable: true, version: '20.10.24', runtimes: [], checkedAt: new Date() };
 const down: EngineSnapshot = { reachable: false, error: 'connect ECONNREFUSED', runtimes: [], checkedAt: new Date() };
 const netOk: NetworkStatus = { ready: true, reason: '', message: '', configName: 'crishim' };
-const noCni: NetworkStatus = { ready: false, reason: 'NetworkPluginNotReady', message: 'network plugin is not ready: no CNI configuration file in /etc/cni/net.d' };
+const noCni: NetworkStatus = {
+  ready: false,
+  reason: 'NetworkPluginNotReady',
+  message: 'network plugin is not ready: no CNI configuration file in /etc/cni/net.d',
+};
 
 function recorder(): Notifier & { sent: Array<Record<string, string>> } {
   const sent: Array<Record<string, string>> = [];
@@ -31,7 +35,15 @@ function fakeEngine(initial: EngineSnapshot) {
 describe('systemd readiness', () => {
   it('READY=1 with the status once Docker answers and the socket serves', async () => {
     const n = recorder();
-    const r = startReadiness({ notifier: n, engine: fakeEngine(up), network: { status: () => netOk }, dockerEndpoint: '', socketPath: '/run/c.sock', logger: quiet, intervalMs: 60_000 });
+    const r = startReadiness({
+      notifier: n,
+      engine: fakeEngine(up),
+      network: { status: () => netOk },
+      dockerEndpoint: '',
+      socketPath: '/run/c.sock',
+      logger: quiet,
+      intervalMs: 60_000,
+    });
     await r.update();
     expect(n.sent).toEqual([{ STATUS: 'serving CRI on /run/c.sock (Docker 20.10.24, network crishim)', READY: '1' }]);
     expect(r.ready).toBe(true);
@@ -41,7 +53,15 @@ describe('systemd readiness', () => {
   it('waits for Docker (STATUS says so), then sends READY=1 when it recovers', async () => {
     const n = recorder();
     const engine = fakeEngine(down);
-    const r = startReadiness({ notifier: n, engine, network: { status: () => netOk }, dockerEndpoint: 'unix:///d.sock', socketPath: '/s', logger: quiet, intervalMs: 60_000 });
+    const r = startReadiness({
+      notifier: n,
+      engine,
+      network: { status: () => netOk },
+      dockerEndpoint: 'unix:///d.sock',
+      socketPath: '/s',
+      logger: quiet,
+      intervalMs: 60_000,
+    });
     await r.update();
     expect(n.sent).toEqual([{ STATUS: 'waiting for Docker at unix:///d.sock: connect ECONNREFUSED' }]);
     expect(r.ready).toBe(false);
@@ -56,10 +76,20 @@ describe('systemd readiness', () => {
   it('is ready without a CNI config but says it waits for one, and updates when it comes', async () => {
     const n = recorder();
     let net = noCni;
-    const r = startReadiness({ notifier: n, engine: fakeEngine(up), network: { status: () => net }, dockerEndpoint: '', socketPath: '/s', logger: quiet, intervalMs: 60_000 });
+    const r = startReadiness({
+      notifier: n,
+      engine: fakeEngine(up),
+      network: { status: () => net },
+      dockerEndpoint: '',
+      socketPath: '/s',
+      logger: quiet,
+      intervalMs: 60_000,
+    });
     await r.update();
     expect(n.sent[0].READY).toBe('1');
-    expect(n.sent[0].STATUS).toContain('waiting for a CNI config: network plugin is not ready: no CNI configuration file in /etc/cni/net.d');
+    expect(n.sent[0].STATUS).toContain(
+      'waiting for a CNI config: network plugin is not ready: no CNI configuration file in /etc/cni/net.d',
+    );
     await r.update();
     expect(n.sent).toHaveLength(1); // nothing changed: nothing sent
     net = netOk;
@@ -69,7 +99,9 @@ describe('systemd readiness', () => {
   });
 
   it('describeState names the default endpoint when none is configured', () => {
-    expect(describeState(down, netOk, '', '/s').status).toBe('waiting for Docker at the default Docker endpoint: connect ECONNREFUSED');
+    expect(describeState(down, netOk, '', '/s').status).toBe(
+      'waiting for Docker at the default Docker endpoint: connect ECONNREFUSED',
+    );
   });
 
   it('pings the watchdog at half of WATCHDOG_USEC, only for the process it names', async () => {
@@ -78,7 +110,17 @@ describe('systemd readiness', () => {
     expect(watchdogIntervalMs({ WATCHDOG_USEC: '60000000', WATCHDOG_PID: '8' }, 7)).toBeUndefined();
     expect(watchdogIntervalMs({}, 7)).toBeUndefined();
     const n = recorder();
-    const r = startReadiness({ notifier: n, engine: fakeEngine(up), network: { status: () => netOk }, dockerEndpoint: '', socketPath: '/s', logger: quiet, intervalMs: 60_000, env: { WATCHDOG_USEC: '40000' }, pid: 1 });
+    const r = startReadiness({
+      notifier: n,
+      engine: fakeEngine(up),
+      network: { status: () => netOk },
+      dockerEndpoint: '',
+      socketPath: '/s',
+      logger: quiet,
+      intervalMs: 60_000,
+      env: { WATCHDOG_USEC: '40000' },
+      pid: 1,
+    });
     await new Promise((res) => setTimeout(res, 100));
     await r.stopping();
     const pings = n.sent.filter((m) => m.WATCHDOG === '1').length;
@@ -120,12 +162,23 @@ describe('notifier (systemd-notify)', () => {
 
   it('reports a missing systemd-notify or a failing one once, without throwing', async () => {
     const errors: string[] = [];
-    const missing = createNotifier({ env: { NOTIFY_SOCKET: '/n' }, find: () => undefined, onError: (e) => errors.push(e.message) });
+    const missing = createNotifier({
+      env: { NOTIFY_SOCKET: '/n' },
+      find: () => undefined,
+      onError: (e) => errors.push(e.message),
+    });
     await missing.send({ READY: '1' });
     await missing.send({ READY: '1' });
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain('systemd-notify was not found');
-    const failing = createNotifier({ env: { NOTIFY_SOCKET: '/n' }, find: () => '/bin/false', run: async () => { throw new Error('exit 1'); }, onError: (e) => errors.push(e.message) });
+    const failing = createNotifier({
+      env: { NOTIFY_SOCKET: '/n' },
+      find: () => '/bin/false',
+      run: async () => {
+        throw new Error('exit 1');
+      },
+      onError: (e) => errors.push(e.message),
+    });
     await expect(failing.send({ READY: '1' })).resolves.toBeUndefined();
     expect(errors[1]).toBe('exit 1');
   });

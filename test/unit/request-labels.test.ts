@@ -1,7 +1,11 @@
 import { checkRequestLabels, makeLabels, splitLabels } from '../../src/labels';
 import { DomainError } from '../../src/errors';
 
-const identity = { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': 'u1' };
+const identity = {
+  'io.kubernetes.pod.name': 'web',
+  'io.kubernetes.pod.namespace': 'default',
+  'io.kubernetes.pod.uid': 'u1',
+};
 
 function refusal(labels: Record<string, string>): DomainError | undefined {
   try {

@@ -4,14 +4,24 @@ import * as path from 'path';
 import winston from 'winston';
 import type { ServiceDeps } from '../../src/rpc/deps';
 import { runPodSandbox } from '../../src/rpc/run-pod-sandbox';
-import { hostConfigFor, pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../../src/sandbox/pause-container';
+import {
+  hostConfigFor,
+  pauseContainerSpec,
+  writeResolvConf,
+  type SandboxConfig,
+} from '../../src/sandbox/pause-container';
 import { cniPortMappings, portMappingsOf } from '../../src/sandbox/port-mappings';
 import type { PodNetworkRequest } from '../../src/network/types';
 import type { CallContext } from '../../src/server/rpc';
 import { FakeEngine } from '../support/fake-engine';
 
 const log = winston.createLogger({ silent: true });
-const ctx: CallContext = { signal: new AbortController().signal, method: 'RunPodSandbox', log, annotate: () => undefined };
+const ctx: CallContext = {
+  signal: new AbortController().signal,
+  method: 'RunPodSandbox',
+  log,
+  annotate: () => undefined,
+};
 const deps = { sandboxOomScoreAdj: -998 };
 
 /** A pod config with the given linux section (and extra top-level fields). */
@@ -35,7 +45,13 @@ const sec = (s: Record<string, unknown>): Record<string, unknown> => ({ security
 describe('pause container HostConfig', () => {
   it('uses its own shareable IPC, no Docker network, and the sandbox oom_score_adj by default', () => {
     const hc = hostConfigFor(deps, pod(), undefined);
-    expect(hc).toMatchObject({ NetworkMode: 'none', IpcMode: 'shareable', PidMode: '', OomScoreAdj: -998, ReadonlyRootfs: false });
+    expect(hc).toMatchObject({
+      NetworkMode: 'none',
+      IpcMode: 'shareable',
+      PidMode: '',
+      OomScoreAdj: -998,
+      ReadonlyRootfs: false,
+    });
     expect(hc.UTSMode).toBeUndefined();
     expect(hc.CgroupParent).toBeUndefined();
     expect(hc.Sysctls).toBeUndefined();
@@ -46,7 +62,11 @@ describe('pause container HostConfig', () => {
   it('passes sysctls, cgroup parent, runtime and supplemental groups', () => {
     const hc = hostConfigFor(
       deps,
-      pod({ sysctls: { 'net.ipv4.ip_unprivileged_port_start': '0', 'kernel.shm_rmid_forced': '1' }, cgroup_parent: '/kubepods/pod-u-1', ...sec({ supplemental_groups: ['5', '6'] }) }),
+      pod({
+        sysctls: { 'net.ipv4.ip_unprivileged_port_start': '0', 'kernel.shm_rmid_forced': '1' },
+        cgroup_parent: '/kubepods/pod-u-1',
+        ...sec({ supplemental_groups: ['5', '6'] }),
+      }),
       'runc-alt',
     );
     expect(hc.Sysctls).toEqual({ 'net.ipv4.ip_unprivileged_port_start': '0', 'kernel.shm_rmid_forced': '1' });
@@ -56,8 +76,14 @@ describe('pause container HostConfig', () => {
   });
 
   it("labels the pause container with the pod's SELinux options", () => {
-    const hc = hostConfigFor(deps, pod(sec({ selinux_options: { user: 'system_u', role: 'system_r', type: 'spc_t', level: 's0' } })), undefined);
-    expect(hc.SecurityOpt).toEqual(expect.arrayContaining(['label=user:system_u', 'label=role:system_r', 'label=type:spc_t', 'label=level:s0']));
+    const hc = hostConfigFor(
+      deps,
+      pod(sec({ selinux_options: { user: 'system_u', role: 'system_r', type: 'spc_t', level: 's0' } })),
+      undefined,
+    );
+    expect(hc.SecurityOpt).toEqual(
+      expect.arrayContaining(['label=user:system_u', 'label=role:system_r', 'label=type:spc_t', 'label=level:s0']),
+    );
   });
 
   it('makes the rootfs read-only on request', () => {
@@ -65,9 +91,17 @@ describe('pause container HostConfig', () => {
   });
 
   it('maps NODE namespaces to the host ones', () => {
-    const hc = hostConfigFor(deps, pod(sec({ namespace_options: { network: 'NODE', pid: 'NODE', ipc: 'NODE' } })), undefined);
+    const hc = hostConfigFor(
+      deps,
+      pod(sec({ namespace_options: { network: 'NODE', pid: 'NODE', ipc: 'NODE' } })),
+      undefined,
+    );
     expect(hc).toMatchObject({ NetworkMode: 'host', UTSMode: 'host', PidMode: 'host', IpcMode: 'host' });
-    const podNs = hostConfigFor(deps, pod(sec({ namespace_options: { network: 'POD', pid: 'POD', ipc: 'POD' } })), undefined);
+    const podNs = hostConfigFor(
+      deps,
+      pod(sec({ namespace_options: { network: 'POD', pid: 'POD', ipc: 'POD' } })),
+      undefined,
+    );
     expect(podNs).toMatchObject({ NetworkMode: 'none', PidMode: '', IpcMode: 'shareable' });
   });
 
@@ -76,13 +110,16 @@ describe('pause container HostConfig', () => {
   });
 
   it('leaves port mappings to CNI: no Docker port bindings, host ports handed to portmap', () => {
-    const config = pod({}, {
-      port_mappings: [
-        { protocol: 'TCP', container_port: 80, host_port: 8080, host_ip: '127.0.0.1' },
-        { protocol: 'UDP', container_port: 53, host_port: 0, host_ip: '' },
-        { protocol: 'SCTP', container_port: 9, host_port: 9009, host_ip: '' },
-      ],
-    });
+    const config = pod(
+      {},
+      {
+        port_mappings: [
+          { protocol: 'TCP', container_port: 80, host_port: 8080, host_ip: '127.0.0.1' },
+          { protocol: 'UDP', container_port: 53, host_port: 0, host_ip: '' },
+          { protocol: 'SCTP', container_port: 9, host_port: 9009, host_ip: '' },
+        ],
+      },
+    );
     const spec = pauseContainerSpec(deps, config, 'pause:1', {}, undefined);
     expect(spec.HostConfig?.PortBindings).toBeUndefined();
     expect(spec.ExposedPorts).toBeUndefined();
@@ -95,7 +132,13 @@ describe('pause container HostConfig', () => {
 
 describe('pause container create options', () => {
   it('runs as run_as_user[:run_as_group] with the pod hostname', () => {
-    const spec = pauseContainerSpec(deps, pod(sec({ run_as_user: { value: '1000' }, run_as_group: { value: '3000' } })), 'pause:1', { a: 'b' }, undefined);
+    const spec = pauseContainerSpec(
+      deps,
+      pod(sec({ run_as_user: { value: '1000' }, run_as_group: { value: '3000' } })),
+      'pause:1',
+      { a: 'b' },
+      undefined,
+    );
     expect(spec).toMatchObject({ Image: 'pause:1', Labels: { a: 'b' }, User: '1000:3000', Hostname: 'web-host' });
     expect(pauseContainerSpec(deps, pod(sec({ run_as_user: { value: '0' } })), 'p', {}, undefined).User).toBe('0');
     expect(pauseContainerSpec(deps, pod(), 'p', {}, undefined).User).toBeUndefined();
@@ -111,15 +154,28 @@ describe('resolv.conf', () => {
   it('writes servers, searches and options as dockershim did', async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-dns-'));
     const file = path.join(dir, 'resolv.conf');
-    await writeResolvConf(file, { servers: ['10.96.0.10', '1.1.1.1'], searches: ['ns.svc.cluster.local', 'cluster.local'], options: ['ndots:5'] });
-    expect(await fsp.readFile(file, 'utf8')).toBe('nameserver 10.96.0.10\nnameserver 1.1.1.1\nsearch ns.svc.cluster.local cluster.local\noptions ndots:5\n');
+    await writeResolvConf(file, {
+      servers: ['10.96.0.10', '1.1.1.1'],
+      searches: ['ns.svc.cluster.local', 'cluster.local'],
+      options: ['ndots:5'],
+    });
+    expect(await fsp.readFile(file, 'utf8')).toBe(
+      'nameserver 10.96.0.10\nnameserver 1.1.1.1\nsearch ns.svc.cluster.local cluster.local\noptions ndots:5\n',
+    );
     await fsp.rm(dir, { recursive: true });
   });
 });
 
 /** RunPodSandbox with a Docker that must not be reached: validation comes first. */
 async function rejection(config: SandboxConfig): Promise<{ kind: string; message: string }> {
-  const untouched = new Proxy({}, { get: () => { throw new Error('validation should have failed before using deps'); } });
+  const untouched = new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('validation should have failed before using deps');
+      },
+    },
+  );
   const run = runPodSandbox(untouched as ServiceDeps);
   try {
     await run({ config, runtime_handler: '' }, ctx);
@@ -130,7 +186,8 @@ async function rejection(config: SandboxConfig): Promise<{ kind: string; message
 }
 
 describe('RunPodSandbox refuses hostile config', () => {
-  const dns = (d: Record<string, string[]>): SandboxConfig => pod({}, { dns_config: { servers: [], searches: [], options: [], ...d } });
+  const dns = (d: Record<string, string[]>): SandboxConfig =>
+    pod({}, { dns_config: { servers: [], searches: [], options: [], ...d } });
 
   it.each([
     ['servers[0]', { servers: ['1.1.1.1\nnameserver 6.6.6.6'] }],
@@ -197,7 +254,7 @@ function failingReadyDeps() {
       },
     },
   };
-    const createdId = (): unknown => docker.calls.find((c) => c.call === 'startContainer')?.args[0];
+  const createdId = (): unknown => docker.calls.find((c) => c.call === 'startContainer')?.args[0];
   // only what RunPodSandbox reads: the rest of ServiceDeps is never touched
   return { deps: fake as unknown as ServiceDeps, calls, writes, torn: () => torn, createdId };
 }
@@ -205,12 +262,20 @@ function failingReadyDeps() {
 describe('RunPodSandbox rollback', () => {
   it('tears the pod network down when marking the checkpoint ready fails', async () => {
     const f = failingReadyDeps();
-    await expect(runPodSandbox(f.deps)({ config: pod(), runtime_handler: '' }, ctx)).rejects.toThrow(/mark checkpoint ready.*disk full/);
+    await expect(runPodSandbox(f.deps)({ config: pod(), runtime_handler: '' }, ctx)).rejects.toThrow(
+      /mark checkpoint ready.*disk full/,
+    );
     expect(f.writes).toEqual(['creating', 'ready']);
     // newest first: network, then the checkpoint, then the container
     expect(f.calls).toEqual(['start', 'setup', 'teardown', 'remove checkpoint', 'remove container']);
     expect(f.createdId()).toMatch(/^[0-9a-f]{64}$/);
-    expect(f.torn()).toMatchObject({ sandboxId: f.createdId(), podName: 'web', podNamespace: 'default', podUid: 'u-1', netnsPath: '/proc/4242/ns/net' });
+    expect(f.torn()).toMatchObject({
+      sandboxId: f.createdId(),
+      podName: 'web',
+      podNamespace: 'default',
+      podUid: 'u-1',
+      netnsPath: '/proc/4242/ns/net',
+    });
     expect(f.torn()?.signal).toBeUndefined();
   });
 });

@@ -2,7 +2,13 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { apparmorSecurityOpt, loadSeccompProfile, resolveSeccomp, SECCOMP_PROFILE_MAX_BYTES, seccompSecurityOpt } from '../../src/cri/security';
+import {
+  apparmorSecurityOpt,
+  loadSeccompProfile,
+  resolveSeccomp,
+  SECCOMP_PROFILE_MAX_BYTES,
+  seccompSecurityOpt,
+} from '../../src/cri/security';
 
 describe('seccomp options', () => {
   it('is unconfined when nothing is asked, Docker default for RuntimeDefault', () => {
@@ -25,13 +31,19 @@ describe('apparmor options', () => {
   it('maps CRI profiles to Docker options', () => {
     expect(apparmorSecurityOpt(null, '')).toEqual([]);
     expect(apparmorSecurityOpt({ profile_type: 'Unconfined', localhost_ref: '' }, '')).toEqual(['apparmor=unconfined']);
-    expect(apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => true)).toEqual(['apparmor=my-prof']);
+    expect(
+      apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => true),
+    ).toEqual(['apparmor=my-prof']);
   });
 
   it('refuses a Localhost profile where AppArmor is off instead of running unconfined', () => {
-    expect(() => apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => false)).toThrow(/AppArmor is not enabled/);
+    expect(() =>
+      apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => false),
+    ).toThrow(/AppArmor is not enabled/);
     expect(() => apparmorSecurityOpt(null, 'localhost/my-prof', () => false)).toThrow(/AppArmor is not enabled/);
-    expect(apparmorSecurityOpt({ profile_type: 'Unconfined', localhost_ref: '' }, '', () => false)).toEqual(['apparmor=unconfined']);
+    expect(apparmorSecurityOpt({ profile_type: 'Unconfined', localhost_ref: '' }, '', () => false)).toEqual([
+      'apparmor=unconfined',
+    ]);
   });
 });
 
@@ -48,7 +60,14 @@ describe('Localhost seccomp profiles', () => {
   };
 
   it('loads a real profile and passes it to Docker compacted', async () => {
-    const f = write('ok.json', JSON.stringify({ defaultAction: 'SCMP_ACT_ERRNO', syscalls: [{ names: ['read'], action: 'SCMP_ACT_ALLOW' }] }, null, 2));
+    const f = write(
+      'ok.json',
+      JSON.stringify(
+        { defaultAction: 'SCMP_ACT_ERRNO', syscalls: [{ names: ['read'], action: 'SCMP_ACT_ALLOW' }] },
+        null,
+        2,
+      ),
+    );
     expect(await resolveSeccomp({ profile_type: 'Localhost', localhost_ref: f }, '')).toEqual([
       'seccomp={"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}',
     ]);
@@ -85,6 +104,8 @@ describe('Localhost seccomp profiles', () => {
   });
 
   it('requires the profile to be loaded before building options', () => {
-    expect(() => seccompSecurityOpt({ profile_type: 'Localhost', localhost_ref: '/x.json' }, '')).toThrow(/before it was loaded/);
+    expect(() => seccompSecurityOpt({ profile_type: 'Localhost', localhost_ref: '/x.json' }, '')).toThrow(
+      /before it was loaded/,
+    );
   });
 });

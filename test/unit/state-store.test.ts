@@ -50,7 +50,13 @@ function fakeDocker() {
       };
     },
     set: (id: string, c: FakeContainer): void => {
-      const info = inspectInfo({ Id: id, Name: `/${id.slice(0, 6)}`, Created: '2026-11-23T10:00:00.5Z', Image: 'sha256:abc', Config: { Image: 'busybox', Labels: { ...c.labels } } });
+      const info = inspectInfo({
+        Id: id,
+        Name: `/${id.slice(0, 6)}`,
+        Created: '2026-11-23T10:00:00.5Z',
+        Image: 'sha256:abc',
+        Config: { Image: 'busybox', Labels: { ...c.labels } },
+      });
       setState(info, c.state);
       api.addContainer(info);
     },
@@ -77,7 +83,13 @@ function fakeDocker() {
       const labels = api.containers.get(id)?.info.Config.Labels ?? { [TYPE]: 'container' };
       const subs = api.eventSubscriptions;
       subs[subs.length - 1].stream.write(
-        JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: labels }, time: 1, timeNano: Date.now() * 1e6 }) + '\n',
+        JSON.stringify({
+          Type: 'container',
+          Action: action,
+          Actor: { ID: id, Attributes: labels },
+          time: 1,
+          timeNano: Date.now() * 1e6,
+        }) + '\n',
       );
     },
     setDown(v: boolean): void {
@@ -207,7 +219,14 @@ describe('state store', () => {
     await until(() => d.streams.length === 1, 'the subscription');
     d.setDown(true);
     d.streams[0].end();
-    await until(async () => (await store!.list().then(() => false, () => true)), 'reads to fail');
+    await until(
+      async () =>
+        await store!.list().then(
+          () => false,
+          () => true,
+        ),
+      'reads to fail',
+    );
     await expect(store.list()).rejects.toMatchObject({ kind: 'unavailable' });
     // the engine comes back without a (never started) a, and with a new one
     d.containers.delete(hex('a'));

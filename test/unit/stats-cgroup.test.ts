@@ -23,7 +23,9 @@ const V1_UNLIMITED = '9223372036854771712\n';
 
 describe('/proc/<pid>/cgroup', () => {
   it('v1 cgroupfs: every controller, co-mounted ones split, named hierarchies without their prefix', () => {
-    const cg = parseProcCgroup('9:name=systemd:/docker/c1\n8:pids:/docker/c1\n4:memory:/docker/c1\n2:cpu,cpuacct:/docker/c1\n0::/\n');
+    const cg = parseProcCgroup(
+      '9:name=systemd:/docker/c1\n8:pids:/docker/c1\n4:memory:/docker/c1\n2:cpu,cpuacct:/docker/c1\n0::/\n',
+    );
     expect(cg.version).toBe(1);
     expect([...cg.paths.keys()].sort()).toEqual(['cpu', 'cpuacct', 'memory', 'pids', 'systemd']);
     expect(keyPath(cg)).toBe('/docker/c1');
@@ -42,7 +44,8 @@ describe('/proc/<pid>/cgroup', () => {
 });
 
 describe('cgroup v1 reader', () => {
-  const stat = 'cache 100\nrss 999\ninactive_file 5\ntotal_cache 2097152\ntotal_rss 4096000\ntotal_inactive_file 2097152\ntotal_pgfault 42\ntotal_pgmajfault 3\n';
+  const stat =
+    'cache 100\nrss 999\ninactive_file 5\ntotal_cache 2097152\ntotal_rss 4096000\ntotal_inactive_file 2097152\ntotal_pgfault 42\ntotal_pgmajfault 3\n';
 
   it('cgroupfs layout with separate cpu and cpuacct mounts', async () => {
     await tree(root, {
@@ -76,7 +79,16 @@ describe('cgroup v1 reader', () => {
     const cg = parseProcCgroup('4:memory:/kubepods/podu1/c1\n2:cpu,cpuacct:/kubepods/podu1/c1\n');
     expect(await controllerDir(cg, 'cpuacct', root)).toBe(path.join(root, 'cpu,cpuacct/kubepods/podu1/c1'));
     const u = await readCgroupUsage(cg, root);
-    expect(u).toEqual({ cpuUsageNanos: 5n, memoryUsage: 4096, memoryLimit: undefined, workingSet: 4000, rss: 1000, pageFaults: 1, majorPageFaults: 0, pids: 3 });
+    expect(u).toEqual({
+      cpuUsageNanos: 5n,
+      memoryUsage: 4096,
+      memoryLimit: undefined,
+      workingSet: 4000,
+      rss: 1000,
+      pageFaults: 1,
+      majorPageFaults: 0,
+      pids: 3,
+    });
   });
 
   it('a cgroup that is gone reads as empty, not as an error', async () => {
@@ -87,7 +99,11 @@ describe('cgroup v1 reader', () => {
   });
 
   it('lists child cgroups (in the memory hierarchy)', async () => {
-    await tree(root, { 'memory/pod1/c1/memory.stat': '', 'memory/pod1/c2/memory.stat': '', 'memory/pod1/memory.stat': '' });
+    await tree(root, {
+      'memory/pod1/c1/memory.stat': '',
+      'memory/pod1/c2/memory.stat': '',
+      'memory/pod1/memory.stat': '',
+    });
     const parent = parentCgroup(parseProcCgroup('4:memory:/pod1/c1\n2:cpuacct:/pod1/c1\n'));
     expect((await childCgroups(parent, root))?.sort()).toEqual(['c1', 'c2']);
   });

@@ -48,7 +48,12 @@ const NETDEV = `Inter-|   Receive                                               
 `;
 
 /** cgroup v1 files of one cgroup (cpuacct + memory + pids). */
-function v1(cg: string, cpu: number, usage: number, opts: { limit?: number; pids?: number } = {}): Record<string, string> {
+function v1(
+  cg: string,
+  cpu: number,
+  usage: number,
+  opts: { limit?: number; pids?: number } = {},
+): Record<string, string> {
   return {
     [`cpuacct${cg}/cpuacct.usage`]: `${cpu}\n`,
     [`memory${cg}/memory.usage_in_bytes`]: `${usage}\n`,
@@ -78,9 +83,17 @@ describe('stats collector', () => {
   it('inspects each container once, then reads only files; rates from the second reading on', async () => {
     await tree(cgRoot, { ...v1(`/docker/${C1}`, 1_000_000, 1000, { pids: 2 }), ...v1(`/docker/${C2}`, 0, 2000) });
     await tree(proc, { '101/cgroup': procCgroup(`/docker/${C1}`), '102/cgroup': procCgroup(`/docker/${C2}`) });
-    const { docker, inspects } = fakeDocker(new Map([[C1, { pid: 101 }], [C2, { pid: 102 }]]));
+    const { docker, inspects } = fakeDocker(
+      new Map([
+        [C1, { pid: 101 }],
+        [C2, { pid: 102 }],
+      ]),
+    );
     const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
-    const targets = [{ id: C1, running: true }, { id: C2, running: true }];
+    const targets = [
+      { id: C1, running: true },
+      { id: C2, running: true },
+    ];
     const first = await col.containers(targets);
     expect(first.map((s) => s.usage.memoryUsage)).toEqual([1000, 2000]);
     expect(first[0].usage.pids).toBe(2);
@@ -143,8 +156,17 @@ describe('stats collector', () => {
       ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
       ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
     });
-    await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '100/net/dev': NETDEV, '101/cgroup': procCgroup(`/pod1/${C1}`) });
-    const { docker } = fakeDocker(new Map([[SB, { pid: 100, cgroupParent: '/pod1' }], [C1, { pid: 101, cgroupParent: '/pod1' }]]));
+    await tree(proc, {
+      '100/cgroup': procCgroup(`/pod1/${SB}`),
+      '100/net/dev': NETDEV,
+      '101/cgroup': procCgroup(`/pod1/${C1}`),
+    });
+    const { docker } = fakeDocker(
+      new Map([
+        [SB, { pid: 100, cgroupParent: '/pod1' }],
+        [C1, { pid: 101, cgroupParent: '/pod1' }],
+      ]),
+    );
     const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
     const members = await col.containers([{ id: C1, running: true }]);
     const pod = await col.pod({ id: SB, running: true }, members);
@@ -153,11 +175,14 @@ describe('stats collector', () => {
     expect(pod.usage.memoryLimit).toBe(100_000);
     expect(pod.usage.pids).toBe(4); // from the leaves
     expect(pod.network).toEqual([{ name: 'eth0', rxBytes: 5000, rxErrors: 1, txBytes: 3000, txErrors: 0 }]);
-    const stats = toPodStats({ sb: { id: SB, metadata: { name: 'p', namespace: 'ns' } }, pod, members: [] } as PodView, '/var/lib/docker');
+    const stats = toPodStats(
+      { sb: { id: SB, metadata: { name: 'p', namespace: 'ns' } }, pod, members: [] } as PodView,
+      '/var/lib/docker',
+    );
     expect(stats.linux?.memory?.available_bytes?.value).toBe(100_000 - (50_000 - 100));
   });
 
-  it('a pod under Docker\'s shared parent is the sum of its containers, pause included', async () => {
+  it("a pod under Docker's shared parent is the sum of its containers, pause included", async () => {
     const other = 'c'.repeat(64);
     await tree(cgRoot, {
       ...v1('/docker', 1e9, 1e9),
@@ -166,7 +191,12 @@ describe('stats collector', () => {
       ...v1(`/docker/${other}`, 1, 1),
     });
     await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '101/cgroup': procCgroup(`/docker/${C1}`) });
-    const { docker } = fakeDocker(new Map([[SB, { pid: 100, hostNetwork: true }], [C1, { pid: 101 }]]));
+    const { docker } = fakeDocker(
+      new Map([
+        [SB, { pid: 100, hostNetwork: true }],
+        [C1, { pid: 101 }],
+      ]),
+    );
     const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
     const members = await col.containers([{ id: C1, running: true }]);
     const pod = await col.pod({ id: SB, running: true }, members);
@@ -185,8 +215,18 @@ describe('stats collector', () => {
       ...v1(`/docker/${SB2}`, 2_000, 20_000, { pids: 1 }),
       ...v1(`/docker/${C1}`, 8_000, 40_000, { pids: 3 }),
     });
-    await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '200/cgroup': procCgroup(`/docker/${SB2}`), '101/cgroup': procCgroup(`/docker/${C1}`) });
-    const { docker } = fakeDocker(new Map([[SB, { pid: 100, hostNetwork: true }], [SB2, { pid: 200, hostNetwork: true }], [C1, { pid: 101 }]]));
+    await tree(proc, {
+      '100/cgroup': procCgroup(`/docker/${SB}`),
+      '200/cgroup': procCgroup(`/docker/${SB2}`),
+      '101/cgroup': procCgroup(`/docker/${C1}`),
+    });
+    const { docker } = fakeDocker(
+      new Map([
+        [SB, { pid: 100, hostNetwork: true }],
+        [SB2, { pid: 200, hostNetwork: true }],
+        [C1, { pid: 101 }],
+      ]),
+    );
     const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 80 });
     const members = await col.containers([{ id: C1, running: true }]);
     const [a, b] = await col.pods([
@@ -212,7 +252,11 @@ describe('stats collector', () => {
 describe('writable layer walk', () => {
   it('answers from the cache and refreshes a stale entry behind the answer', async () => {
     let walks = 0;
-    const walk = async (): Promise<{ bytes: number; inodes: number; truncated: boolean }> => ({ bytes: ++walks, inodes: 1, truncated: false });
+    const walk = async (): Promise<{ bytes: number; inodes: number; truncated: boolean }> => ({
+      bytes: ++walks,
+      inodes: 1,
+      truncated: false,
+    });
     const cache = createLayerUsageCache({ ttlMs: 0, walk });
     expect((await cache.get('c', '/x')).bytes).toBe(1);
     // stale: the old value at once, a new walk behind it
@@ -232,11 +276,30 @@ describe('writable layer walk', () => {
 describe('cAdvisor metrics', () => {
   it('every metric has as many label values as its descriptor has keys', () => {
     const keys = new Map(metricDescriptors().map((d) => [d.name ?? '', d.label_keys ?? []]));
-    const usage = { cpuUsageNanos: 3_500_000_000n, memoryUsage: 10, workingSet: 8, rss: 4, pageFaults: 1, majorPageFaults: 0, memoryLimit: 100, pids: 2 };
+    const usage = {
+      cpuUsageNanos: 3_500_000_000n,
+      memoryUsage: 10,
+      workingSet: 8,
+      rss: 4,
+      pageFaults: 1,
+      majorPageFaults: 0,
+      memoryLimit: 100,
+      pids: 2,
+    };
     const view = {
       sb: { id: SB, metadata: { name: 'p', namespace: 'ns', uid: 'u', attempt: 0 } },
-      pod: { timestamp: '1', usage, source: 'sum', network: [{ name: 'eth0', rxBytes: 1, rxErrors: 0, txBytes: 2, txErrors: 0 }] },
-      members: [{ c: { id: C1, metadata: { name: 'app', attempt: 0 }, image: { image: 'img' } }, s: { id: C1, timestamp: '1', usage, writable: { bytes: 4096, inodes: 3 } } }],
+      pod: {
+        timestamp: '1',
+        usage,
+        source: 'sum',
+        network: [{ name: 'eth0', rxBytes: 1, rxErrors: 0, txBytes: 2, txErrors: 0 }],
+      },
+      members: [
+        {
+          c: { id: C1, metadata: { name: 'app', attempt: 0 }, image: { image: 'img' } },
+          s: { id: C1, timestamp: '1', usage, writable: { bytes: 4096, inodes: 3 } },
+        },
+      ],
     } as PodView;
     const m = podMetrics(view, '/var/lib/docker');
     const all = [...(m.metrics ?? []), ...(m.container_metrics ?? []).flatMap((c) => c.metrics ?? [])];
@@ -245,7 +308,14 @@ describe('cAdvisor metrics', () => {
     const cpu = m.container_metrics?.[0].metrics?.find((x) => x.name === 'container_cpu_usage_seconds_total');
     expect(cpu?.value?.value).toBe(3);
     expect(cpu?.label_values?.slice(0, 3)).toEqual(['app', C1, 'img']);
-    expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual(['POD', SB, '', 'ns', 'p', 'eth0']);
+    expect(m.metrics?.find((x) => x.name === 'container_network_transmit_bytes_total')?.label_values).toEqual([
+      'POD',
+      SB,
+      '',
+      'ns',
+      'p',
+      'eth0',
+    ]);
     // pod totals are container="" as in cAdvisor, so per-container sums do not count them
     expect(m.metrics?.find((x) => x.name === 'container_memory_working_set_bytes')?.label_values?.[0]).toBe('');
   });
@@ -261,7 +331,15 @@ describe('stats collector over the state view', () => {
       get: async (id: string) => {
         viewGets.push(id);
         const c = containers.get(id);
-        return c && ({ Id: id, State: { Running: c.pid > 0, Pid: c.pid, StartedAt: startedAt }, HostConfig: {}, GraphDriver: { Data: {} } } as unknown as Docker.ContainerInspectInfo);
+        return (
+          c &&
+          ({
+            Id: id,
+            State: { Running: c.pid > 0, Pid: c.pid, StartedAt: startedAt },
+            HostConfig: {},
+            GraphDriver: { Data: {} },
+          } as unknown as Docker.ContainerInspectInfo)
+        );
       },
     };
     await tree(cgRoot, v1(`/docker/${C1}`, 5, 1000));

@@ -8,7 +8,12 @@ import { createRateTracker } from '../../src/stats/rate';
 import type { Sample } from '../../src/stats/sample';
 
 const cgOf = (p: string) => parseProcCgroup(`4:memory:${p}\n2:cpuacct:${p}\n`);
-const member = (id: string, cg: string | undefined, usage: Sample['usage'], extra: Partial<NonNullable<Sample['facts']>> = {}): Sample => ({
+const member = (
+  id: string,
+  cg: string | undefined,
+  usage: Sample['usage'],
+  extra: Partial<NonNullable<Sample['facts']>> = {},
+): Sample => ({
   id,
   timestamp: '1',
   usage,
@@ -18,7 +23,15 @@ const member = (id: string, cg: string | undefined, usage: Sample['usage'], extr
 describe('sumUsage', () => {
   it('adds each field over the readings that have it; a field none has stays unset', () => {
     const s = sumUsage([{ cpuUsageNanos: 5n, memoryUsage: 10, pids: 1 }, { cpuUsageNanos: 7n, workingSet: 3 }, {}]);
-    expect(s).toEqual({ cpuUsageNanos: 12n, memoryUsage: 10, workingSet: 3, rss: undefined, pageFaults: undefined, majorPageFaults: undefined, pids: 1 });
+    expect(s).toEqual({
+      cpuUsageNanos: 12n,
+      memoryUsage: 10,
+      workingSet: 3,
+      rss: undefined,
+      pageFaults: undefined,
+      majorPageFaults: undefined,
+      pids: 1,
+    });
   });
 });
 
@@ -31,9 +44,10 @@ describe('pod totals', () => {
     closeCgroupFiles();
     await fsp.rm(root, { recursive: true, force: true });
   });
-  const mkdirs = (...dirs: string[]): Promise<unknown> => Promise.all(dirs.map((d) => fsp.mkdir(path.join(root, 'memory', d), { recursive: true })));
+  const mkdirs = (...dirs: string[]): Promise<unknown> =>
+    Promise.all(dirs.map((d) => fsp.mkdir(path.join(root, 'memory', d), { recursive: true })));
 
-  it('the pod cgroup: a CgroupParent that holds this pod\'s containers and nothing else', async () => {
+  it("the pod cgroup: a CgroupParent that holds this pod's containers and nothing else", async () => {
     await mkdirs('/pod1/sb', '/pod1/c1');
     const pause = member('sb', '/pod1/sb', {}, { cgroupParent: '/pod1' });
     expect((await findPodCgroup(pause, [member('c1', '/pod1/c1', {})], root))?.paths.get('memory')).toBe('/pod1');
@@ -51,7 +65,10 @@ describe('pod totals', () => {
 
   it('sums pause and members, rates included, and reads no network for a host-network pod', async () => {
     const src = { rates: createRateTracker(), cgroupRoot: root, procRoot: path.join(root, 'proc') };
-    const pause = { ...member('sb', '/docker/sb', { cpuUsageNanos: 1n, memoryUsage: 5 }, { hostNetwork: true }), nanoCores: 10 };
+    const pause = {
+      ...member('sb', '/docker/sb', { cpuUsageNanos: 1n, memoryUsage: 5 }, { hostNetwork: true }),
+      nanoCores: 10,
+    };
     const c1 = { ...member('c1', '/docker/c1', { cpuUsageNanos: 2n, memoryUsage: 7 }), nanoCores: 20 };
     const pod = await readPodUsage(src, { id: 'sb', running: true }, pause, [c1]);
     expect(pod.source).toBe('sum');

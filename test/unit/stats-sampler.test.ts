@@ -28,7 +28,13 @@ function sources(facts: Map<string, ContainerFacts>, walked: string[]): SampleSo
     },
     forget: () => undefined,
   };
-  return { facts: factsCache, rates: createRateTracker(0n), layers, cgroupRoot: root, logger: createLogger('error', 'json') };
+  return {
+    facts: factsCache,
+    rates: createRateTracker(0n),
+    layers,
+    cgroupRoot: root,
+    logger: createLogger('error', 'json'),
+  };
 }
 
 describe('readSample', () => {
@@ -40,7 +46,21 @@ describe('readSample', () => {
     await fsp.writeFile(path.join(root, 'memory', cg, 'memory.usage_in_bytes'), '4096\n');
     await fsp.writeFile(path.join(root, 'memory', cg, 'memory.stat'), 'total_inactive_file 96\ntotal_rss 1000\n');
     const walked: string[] = [];
-    const src = sources(new Map([['c1', { pid: 7, cgroup: parseProcCgroup(`4:memory:${cg}\n2:cpuacct:${cg}\n`), cgroupParent: '', hostNetwork: false, upperDir: '/upper' }]]), walked);
+    const src = sources(
+      new Map([
+        [
+          'c1',
+          {
+            pid: 7,
+            cgroup: parseProcCgroup(`4:memory:${cg}\n2:cpuacct:${cg}\n`),
+            cgroupParent: '',
+            hostNetwork: false,
+            upperDir: '/upper',
+          },
+        ],
+      ]),
+      walked,
+    );
     const a = await readSample(src, { id: 'c1', running: true }, 'container');
     expect(a.usage).toMatchObject({ cpuUsageNanos: 1000n, memoryUsage: 4096, workingSet: 4000, rss: 1000 });
     expect(a.nanoCores).toBeUndefined();
@@ -54,7 +74,10 @@ describe('readSample', () => {
 
   it('a pause container gets no layer walk; unknown facts read as empty usage', async () => {
     const walked: string[] = [];
-    const src = sources(new Map([['sb', { pid: 0, cgroupParent: '', hostNetwork: false, upperDir: '/upper' }]]), walked);
+    const src = sources(
+      new Map([['sb', { pid: 0, cgroupParent: '', hostNetwork: false, upperDir: '/upper' }]]),
+      walked,
+    );
     expect((await readSample(src, { id: 'sb', running: false }, 'sandbox')).usage).toEqual({});
     expect((await readSample(src, { id: 'gone', running: true }, 'container')).usage).toEqual({});
     expect(walked).toEqual([]);

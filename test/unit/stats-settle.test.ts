@@ -5,17 +5,29 @@ describe('readSettled', () => {
   const run = async (targets: Target[], history: Set<string>, settleMs = 5) => {
     const reads: string[] = [];
     const rereads: string[] = [];
-    const read = (into: string[], tag: string) => async (t: Target): Promise<Sample> => {
-      into.push(t.id);
-      return { id: t.id, timestamp: tag, usage: t.running ? { cpuUsageNanos: 1n } : {} };
-    };
-    const out = await readSettled(targets, { read: read(reads, 'first'), reread: read(rereads, 'second'), hasHistory: (id) => history.has(id), settleMs, concurrency: 2 });
+    const read =
+      (into: string[], tag: string) =>
+      async (t: Target): Promise<Sample> => {
+        into.push(t.id);
+        return { id: t.id, timestamp: tag, usage: t.running ? { cpuUsageNanos: 1n } : {} };
+      };
+    const out = await readSettled(targets, {
+      read: read(reads, 'first'),
+      reread: read(rereads, 'second'),
+      hasHistory: (id) => history.has(id),
+      settleMs,
+      concurrency: 2,
+    });
     return { out, reads, rereads };
   };
 
   it('reads every target in order, and again only the running ones without a CPU history', async () => {
     const { out, reads, rereads } = await run(
-      [{ id: 'new', running: true }, { id: 'known', running: true }, { id: 'stopped', running: false }],
+      [
+        { id: 'new', running: true },
+        { id: 'known', running: true },
+        { id: 'stopped', running: false },
+      ],
       new Set(['known']),
     );
     expect(reads).toEqual(['new', 'known', 'stopped']);

@@ -5,7 +5,12 @@ describe('sendChunks', () => {
   const collect = async (n: number, size?: number): Promise<number[][]> => {
     const sent: number[][] = [];
     const items = Array.from({ length: n }, (_, i) => i);
-    await sendChunks(items, (chunk) => ({ chunk }), async (m) => void sent.push(m.chunk), size);
+    await sendChunks(
+      items,
+      (chunk) => ({ chunk }),
+      async (m) => void sent.push(m.chunk),
+      size,
+    );
     return sent;
   };
 
@@ -22,11 +27,16 @@ describe('sendChunks', () => {
 
   it('waits for each send before the next (flow control of the gRPC stream)', async () => {
     const order: string[] = [];
-    await sendChunks([1, 2, 3], (c) => c, async (c) => {
-      order.push(`start ${c[0]}`);
-      await new Promise((r) => setTimeout(r, 5));
-      order.push(`end ${c[0]}`);
-    }, 1);
+    await sendChunks(
+      [1, 2, 3],
+      (c) => c,
+      async (c) => {
+        order.push(`start ${c[0]}`);
+        await new Promise((r) => setTimeout(r, 5));
+        order.push(`end ${c[0]}`);
+      },
+      1,
+    );
     expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
   });
 });

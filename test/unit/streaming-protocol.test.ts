@@ -4,7 +4,12 @@ import { PassThrough } from 'stream';
 import * as spdy from 'spdy-transport';
 import type { SpdyConnection, SpdyHeaders, SpdyStream } from 'spdy-transport';
 import { copyDemuxed } from '../../src/streaming/demux';
-import { createResizeDecoder, errorStreamPayload, negotiate, type TerminalSize } from '../../src/streaming/remotecommand';
+import {
+  createResizeDecoder,
+  errorStreamPayload,
+  negotiate,
+  type TerminalSize,
+} from '../../src/streaming/remotecommand';
 import { acceptSpdy, acceptStream, header } from '../../src/streaming/spdy';
 import { createTokenStore } from '../../src/streaming/tokens';
 
@@ -26,7 +31,9 @@ describe('tokens', () => {
 
 describe('remotecommand payloads', () => {
   it('v4 reports exit codes as a metav1.Status', () => {
-    const st = JSON.parse(String(errorStreamPayload('v4.channel.k8s.io', { kind: 'exit', exitCode: 3, cmd: ['false'] })));
+    const st = JSON.parse(
+      String(errorStreamPayload('v4.channel.k8s.io', { kind: 'exit', exitCode: 3, cmd: ['false'] })),
+    );
     expect(st).toMatchObject({
       metadata: {},
       status: 'Failure',
@@ -34,7 +41,10 @@ describe('remotecommand payloads', () => {
       details: { causes: [{ reason: 'ExitCode', message: '3' }] },
     });
     expect(st.message).toMatch(/^command terminated with non-zero exit code: /);
-    expect(JSON.parse(String(errorStreamPayload('v5.channel.k8s.io', { kind: 'exit', exitCode: 0 })))).toEqual({ metadata: {}, status: 'Success' });
+    expect(JSON.parse(String(errorStreamPayload('v5.channel.k8s.io', { kind: 'exit', exitCode: 0 })))).toEqual({
+      metadata: {},
+      status: 'Success',
+    });
   });
 
   it('older versions write text, and nothing on success', () => {
@@ -43,7 +53,9 @@ describe('remotecommand payloads', () => {
   });
 
   it('negotiates in client order', () => {
-    expect(negotiate(['v5.channel.k8s.io', 'v4.channel.k8s.io'], ['v4.channel.k8s.io', 'v3.channel.k8s.io'])).toBe('v4.channel.k8s.io');
+    expect(negotiate(['v5.channel.k8s.io', 'v4.channel.k8s.io'], ['v4.channel.k8s.io', 'v3.channel.k8s.io'])).toBe(
+      'v4.channel.k8s.io',
+    );
     expect(negotiate(['x'], ['v4.channel.k8s.io'])).toBeUndefined();
   });
 
@@ -81,19 +93,33 @@ describe('docker stream demux', () => {
 });
 
 /** A client like client-go's: SPDY streams with only their own headers. */
-async function clientGoLikeStream(port: number, headers: Record<string, string>): Promise<{ conn: SpdyConnection; socket: Socket; replied: Promise<boolean> }> {
+async function clientGoLikeStream(
+  port: number,
+  headers: Record<string, string>,
+): Promise<{ conn: SpdyConnection; socket: Socket; replied: Promise<boolean> }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/', headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' } });
+    const req = http.request({
+      port,
+      host: '127.0.0.1',
+      method: 'POST',
+      path: '/',
+      headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' },
+    });
     req.on('upgrade', (_res, socket: Socket) => {
       const conn = spdy.connection.create(socket, { protocol: 'spdy', isServer: false });
       type Framer = { headersToDict(h: SpdyHeaders, pre: ((h: SpdyHeaders) => void) | undefined, cb: unknown): void };
       const framer = (conn as unknown as { _spdyState: { framer: Framer } })._spdyState.framer;
       const orig = framer.headersToDict;
       framer.headersToDict = function (this: Framer, h, pre, cb) {
-        return orig.call(this, h, (hd: SpdyHeaders) => {
-          pre?.(hd);
-          for (const k of [':method', ':path', ':version', ':scheme', ':host']) delete hd[k];
-        }, cb);
+        return orig.call(
+          this,
+          h,
+          (hd: SpdyHeaders) => {
+            pre?.(hd);
+            for (const k of [':method', ':path', ':version', ':scheme', ':host']) delete hd[k];
+          },
+          cb,
+        );
       };
       conn.on('error', () => undefined);
       conn.start(3.1);
@@ -112,7 +138,9 @@ async function clientGoLikeStream(port: number, headers: Record<string, string>)
 }
 
 describe('SPDY server', () => {
-  async function serve(onUpgrade: (req: http.IncomingMessage, socket: Socket, head: Buffer) => void): Promise<http.Server> {
+  async function serve(
+    onUpgrade: (req: http.IncomingMessage, socket: Socket, head: Buffer) => void,
+  ): Promise<http.Server> {
     const server = http.createServer();
     server.on('upgrade', onUpgrade);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

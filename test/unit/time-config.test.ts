@@ -26,12 +26,27 @@ describe('config', () => {
   });
 
   it('takes cri-dockerd flags, including the root directory alias', () => {
-    const c = parseConfig(['--network-plugin=none', '--cni-bin-dir', '/a,/b', '--cri-dockerd-root-directory', '/tmp/x', '--pod-cidr', '10.1.0.0/16']);
-    expect(c).toMatchObject({ networkPlugin: 'none', cniBinDirs: ['/a', '/b'], rootDirectory: '/tmp/x', podCidr: '10.1.0.0/16', cniCacheDir: '/tmp/x/cni-cache' });
+    const c = parseConfig([
+      '--network-plugin=none',
+      '--cni-bin-dir',
+      '/a,/b',
+      '--cri-dockerd-root-directory',
+      '/tmp/x',
+      '--pod-cidr',
+      '10.1.0.0/16',
+    ]);
+    expect(c).toMatchObject({
+      networkPlugin: 'none',
+      cniBinDirs: ['/a', '/b'],
+      rootDirectory: '/tmp/x',
+      podCidr: '10.1.0.0/16',
+      cniCacheDir: '/tmp/x/cni-cache',
+    });
   });
 
   it('rejects unknown flags and bad values', () => {
-    const quiet = (): ReturnType<typeof buildCli> => buildCli().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    const quiet = (): ReturnType<typeof buildCli> =>
+      buildCli().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
     expect(() => parseConfig(['--no-such-flag'], quiet())).toThrow(/unknown option/);
     expect(() => parseConfig(['--network-plugin', 'kubenet'], quiet())).toThrow(/network-plugin/);
     expect(() => parseConfig(['--log-level', 'loud'], quiet())).toThrow(/log-level/);
@@ -39,7 +54,8 @@ describe('config', () => {
 });
 
 describe('CLI help and aliases', () => {
-  const quiet = (): ReturnType<typeof buildCli> => buildCli().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+  const quiet = (): ReturnType<typeof buildCli> =>
+    buildCli().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
 
   it('shows the real defaults in --help, once per flag', () => {
     const help = buildCli().helpInformation();
@@ -69,7 +85,10 @@ describe('CLI help and aliases', () => {
 
   it('takes the json-file limits, refusing sizes under 1m and max-file 1 (Docker would truncate in place)', () => {
     expect(parseConfig([], quiet())).toMatchObject({ containerLogMaxSize: '10m', containerLogMaxFiles: 5 });
-    expect(parseConfig(['--container-log-max-size', '50M', '--container-log-max-files', '3'], quiet())).toMatchObject({ containerLogMaxSize: '50m', containerLogMaxFiles: 3 });
+    expect(parseConfig(['--container-log-max-size', '50M', '--container-log-max-files', '3'], quiet())).toMatchObject({
+      containerLogMaxSize: '50m',
+      containerLogMaxFiles: 3,
+    });
     expect(parseConfig(['--container-log-max-size', '2048k'], quiet()).containerLogMaxSize).toBe('2048k');
     expect(() => parseConfig(['--container-log-max-size', '100k'], quiet())).toThrow(/at least 1m/);
     expect(() => parseConfig(['--container-log-max-size', 'big'], quiet())).toThrow(/at least 1m/);
@@ -80,7 +99,9 @@ describe('CLI help and aliases', () => {
   });
 
   it('takes an absolute --runtime-cgroups path and refuses others', () => {
-    expect(parseConfig(['--runtime-cgroups=/system.slice/crishim.service']).runtimeCgroups).toBe('/system.slice/crishim.service');
+    expect(parseConfig(['--runtime-cgroups=/system.slice/crishim.service']).runtimeCgroups).toBe(
+      '/system.slice/crishim.service',
+    );
     expect(() => parseConfig(['--runtime-cgroups=system.slice'], quiet())).toThrow(/runtime-cgroups/);
     expect(() => parseConfig(['--runtime-cgroups=/a/../../b'], quiet())).toThrow(/runtime-cgroups/);
   });
@@ -126,7 +147,9 @@ describe('--runtime-cgroups on a fake cgroup tree', () => {
   it('cgroup v2: one cgroup.procs file, mount paths with escaped spaces', async () => {
     await fsp.mkdir(path.join(root, 'cg two'));
     const file = await mountsFile([`cgroup2 ${root}/cg\\040two cgroup2 rw,nsdelegate 0 0`]);
-    expect(parseCgroupMounts(await fsp.readFile(file, 'utf8'))).toEqual([{ mountPoint: `${root}/cg two`, unified: true, cpuset: false }]);
+    expect(parseCgroupMounts(await fsp.readFile(file, 'utf8'))).toEqual([
+      { mountPoint: `${root}/cg two`, unified: true, cpuset: false },
+    ]);
     await joinCgroup('/crishim', { pid: 7, mountsFile: file });
     expect(await read('cg two', 'crishim', 'cgroup.procs')).toBe('7\n');
   });
@@ -135,8 +158,13 @@ describe('--runtime-cgroups on a fake cgroup tree', () => {
     await fsp.mkdir(path.join(root, 'memory'));
     // a file where a hierarchy's directory should be: mkdir fails there
     await fsp.writeFile(path.join(root, 'pids'), '');
-    const file = await mountsFile([`cgroup ${root}/pids cgroup rw,pids 0 0`, `cgroup ${root}/memory cgroup rw,memory 0 0`]);
-    await expect(joinCgroup('/crishim', { pid: 9, mountsFile: file })).rejects.toThrow(new RegExp(`cannot move into cgroup /crishim: ${root}/pids/crishim/cgroup.procs`));
+    const file = await mountsFile([
+      `cgroup ${root}/pids cgroup rw,pids 0 0`,
+      `cgroup ${root}/memory cgroup rw,memory 0 0`,
+    ]);
+    await expect(joinCgroup('/crishim', { pid: 9, mountsFile: file })).rejects.toThrow(
+      new RegExp(`cannot move into cgroup /crishim: ${root}/pids/crishim/cgroup.procs`),
+    );
     expect(await read('memory', 'crishim', 'cgroup.procs')).toBe('9\n');
   });
 
@@ -149,7 +177,11 @@ describe('--runtime-cgroups on a fake cgroup tree', () => {
 describe('docker endpoint', () => {
   it('understands unix, tcp and DOCKER_HOST', () => {
     expect(dockerOptions({ endpoint: 'unix:///run/d.sock' })).toEqual({ socketPath: '/run/d.sock' });
-    expect(dockerOptions({ endpoint: 'tcp://127.0.0.1:2375' })).toEqual({ host: '127.0.0.1', port: 2375, protocol: 'http' });
+    expect(dockerOptions({ endpoint: 'tcp://127.0.0.1:2375' })).toEqual({
+      host: '127.0.0.1',
+      port: 2375,
+      protocol: 'http',
+    });
     expect(dockerOptions({ env: { DOCKER_HOST: 'tcp://127.0.0.1:2999' } })).toMatchObject({ port: 2999 });
     expect(dockerOptions({ env: {} })).toEqual({ socketPath: '/var/run/docker.sock' });
     expect(() => dockerOptions({ endpoint: 'ftp://x' })).toThrow(/unsupported docker endpoint/);

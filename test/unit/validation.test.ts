@@ -1,4 +1,12 @@
-import { checkCgroupParent, checkCpuset, checkId, checkName, checkResolvToken, checkSandboxMetadata, checkSysctls } from '../../src/cri/validation';
+import {
+  checkCgroupParent,
+  checkCpuset,
+  checkId,
+  checkName,
+  checkResolvToken,
+  checkSandboxMetadata,
+  checkSysctls,
+} from '../../src/cri/validation';
 import { DomainError, type ErrorKind } from '../../src/errors';
 
 function kindOf(fn: () => unknown): ErrorKind | undefined {
@@ -23,7 +31,12 @@ describe('request validation', () => {
   it('requires metadata with name, namespace and uid', () => {
     expect(kindOf(() => checkSandboxMetadata(null))).toBe('invalid-argument');
     expect(kindOf(() => checkSandboxMetadata({ name: 'a', namespace: 'b' }))).toBe('invalid-argument');
-    expect(checkSandboxMetadata({ name: 'a', namespace: 'b', uid: 'c' })).toEqual({ name: 'a', namespace: 'b', uid: 'c', attempt: 0 });
+    expect(checkSandboxMetadata({ name: 'a', namespace: 'b', uid: 'c' })).toEqual({
+      name: 'a',
+      namespace: 'b',
+      uid: 'c',
+      attempt: 0,
+    });
   });
 
   it('accepts hex ids and prefixes only', () => {
@@ -39,13 +52,17 @@ describe('hostile config values', () => {
     expect(checkCpuset('resources.cpuset_cpus', v)).toBe(v);
   });
 
-  it.each(['0-', '-1', ',0', '0,', '0 1', '0\n1', 'a-b', '3-1', '0-3,5\u0000', '0;1'])('rejects cpuset %j naming the field', (v) => {
-    expect(kindOf(() => checkCpuset('resources.cpuset_mems', v))).toBe('invalid-argument');
-    expect(() => checkCpuset('resources.cpuset_mems', v)).toThrow(/resources\.cpuset_mems/);
-  });
+  it.each(['0-', '-1', ',0', '0,', '0 1', '0\n1', 'a-b', '3-1', '0-3,5\u0000', '0;1'])(
+    'rejects cpuset %j naming the field',
+    (v) => {
+      expect(kindOf(() => checkCpuset('resources.cpuset_mems', v))).toBe('invalid-argument');
+      expect(() => checkCpuset('resources.cpuset_mems', v)).toThrow(/resources\.cpuset_mems/);
+    },
+  );
 
   it('accepts ordinary resolv.conf tokens and rejects whitespace and control characters', () => {
-    for (const v of ['10.96.0.10', 'fd00::a', 'svc.cluster.local', 'ndots:5', 'edns0']) expect(checkResolvToken('dns', v)).toBe(v);
+    for (const v of ['10.96.0.10', 'fd00::a', 'svc.cluster.local', 'ndots:5', 'edns0'])
+      expect(checkResolvToken('dns', v)).toBe(v);
     for (const v of ['', 'a b', 'a\tb', 'a\nnameserver 1.1.1.1', 'a\u0000', 'a\rb', 'a\u007f']) {
       expect(kindOf(() => checkResolvToken('config.dns_config.servers[0]', v))).toBe('invalid-argument');
     }
@@ -53,7 +70,8 @@ describe('hostile config values', () => {
   });
 
   it('rejects cgroup parents that climb out or carry NUL', () => {
-    for (const v of ['', '/kubepods/burstable/pod1', 'kubepods.slice', '/a..b/c']) expect(checkCgroupParent('cg', v)).toBe(v);
+    for (const v of ['', '/kubepods/burstable/pod1', 'kubepods.slice', '/a..b/c'])
+      expect(checkCgroupParent('cg', v)).toBe(v);
     for (const v of ['..', '/kubepods/../../x', '../x', 'a/..', '/a\u0000b']) {
       expect(kindOf(() => checkCgroupParent('config.linux.cgroup_parent', v))).toBe('invalid-argument');
     }
@@ -61,8 +79,18 @@ describe('hostile config values', () => {
   });
 
   it('rejects sysctl names and values with a newline or NUL', () => {
-    expect(checkSysctls('s', { 'net.core.somaxconn': '1024', 'kernel.sem': '250 32000 32 128' })).toEqual({ 'net.core.somaxconn': '1024', 'kernel.sem': '250 32000 32 128' });
-    const bad: Array<Record<string, string>> = [{ 'a\nb': '1' }, { a: '1\n' }, { a: '1\u0000' }, { 'a\u0000': '1' }, { a: '\r' }, { '': '1' }];
+    expect(checkSysctls('s', { 'net.core.somaxconn': '1024', 'kernel.sem': '250 32000 32 128' })).toEqual({
+      'net.core.somaxconn': '1024',
+      'kernel.sem': '250 32000 32 128',
+    });
+    const bad: Array<Record<string, string>> = [
+      { 'a\nb': '1' },
+      { a: '1\n' },
+      { a: '1\u0000' },
+      { 'a\u0000': '1' },
+      { a: '\r' },
+      { '': '1' },
+    ];
     for (const m of bad) {
       expect(kindOf(() => checkSysctls('config.linux.sysctls', m))).toBe('invalid-argument');
     }

@@ -2,10 +2,46 @@ import type { Check } from '../types';
 
 /** Linux capability numbers (include/uapi/linux/capability.h), for naming what is missing. */
 const CAP_NAMES = [
-  'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'LINUX_IMMUTABLE',
-  'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'IPC_OWNER', 'SYS_MODULE', 'SYS_RAWIO', 'SYS_CHROOT', 'SYS_PTRACE',
-  'SYS_PACCT', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_NICE', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'MKNOD', 'LEASE', 'AUDIT_WRITE',
-  'AUDIT_CONTROL', 'SETFCAP', 'MAC_OVERRIDE', 'MAC_ADMIN', 'SYSLOG', 'WAKE_ALARM', 'BLOCK_SUSPEND', 'AUDIT_READ', 'PERFMON', 'BPF',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'DAC_READ_SEARCH',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'SETPCAP',
+  'LINUX_IMMUTABLE',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_ADMIN',
+  'NET_RAW',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'SYS_MODULE',
+  'SYS_RAWIO',
+  'SYS_CHROOT',
+  'SYS_PTRACE',
+  'SYS_PACCT',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_NICE',
+  'SYS_RESOURCE',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'MKNOD',
+  'LEASE',
+  'AUDIT_WRITE',
+  'AUDIT_CONTROL',
+  'SETFCAP',
+  'MAC_OVERRIDE',
+  'MAC_ADMIN',
+  'SYSLOG',
+  'WAKE_ALARM',
+  'BLOCK_SUSPEND',
+  'AUDIT_READ',
+  'PERFMON',
+  'BPF',
   'CHECKPOINT_RESTORE',
 ];
 
@@ -29,10 +65,21 @@ export const capabilitiesCheck: Check = {
   name: 'capabilities',
   async run({ probes }) {
     const sets = await probes.dockerdCapBnd();
-    if (sets.length === 0) return { name: this.name, status: 'warn', found: 'no local dockerd process found: its capabilities are not known', action: 'run doctor on the node where dockerd runs' };
+    if (sets.length === 0)
+      return {
+        name: this.name,
+        status: 'warn',
+        found: 'no local dockerd process found: its capabilities are not known',
+        action: 'run doctor on the node where dockerd runs',
+      };
     const last = await probes.lastCap();
     const missing = [...new Set(sets.flatMap((s) => missingCaps(s, last)))].sort((a, b) => a - b);
-    if (missing.length === 0) return { name: this.name, status: 'ok', found: `dockerd holds every capability (0..${last}): privileged containers can get them all` };
+    if (missing.length === 0)
+      return {
+        name: this.name,
+        status: 'ok',
+        found: `dockerd holds every capability (0..${last}): privileged containers can get them all`,
+      };
     return {
       name: this.name,
       status: 'warn',

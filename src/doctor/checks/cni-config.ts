@@ -3,7 +3,8 @@ import type { Check } from '../types';
 export const cniConfigCheck: Check = {
   name: 'cni-config',
   async run({ config, probes }) {
-    if (config.networkPlugin === 'none') return { name: this.name, status: 'ok', found: '--network-plugin none: pods get only loopback' };
+    if (config.networkPlugin === 'none')
+      return { name: this.name, status: 'ok', found: '--network-plugin none: pods get only loopback' };
     const r = probes.cniConfig(config.cniConfDir, config.cniBinDirs);
     if (r.problem || !r.config) {
       return {
@@ -14,6 +15,10 @@ export const cniConfigCheck: Check = {
       };
     }
     const types = r.config.plugins.map((p) => p.type).join(', ');
-    return { name: this.name, status: 'ok', found: `${r.config.file} (network ${r.config.name}): plugins ${types} found in ${config.cniBinDirs.join(':')}` };
+    return {
+      name: this.name,
+      status: 'ok',
+      found: `${r.config.file} (network ${r.config.name}): plugins ${types} found in ${config.cniBinDirs.join(':')}`,
+    };
   },
 };

@@ -17,10 +17,21 @@ export function compareVersions(a: string, b: string): number {
 export const dockerVersionCheck: Check = {
   name: 'docker-version',
   async run({ engine }) {
-    if (!engine.reachable) return { name: this.name, status: 'fail', found: 'not known: Docker does not answer', action: 'see docker-endpoint' };
+    if (!engine.reachable)
+      return {
+        name: this.name,
+        status: 'fail',
+        found: 'not known: Docker does not answer',
+        action: 'see docker-endpoint',
+      };
     const found = `Docker Engine ${engine.version ?? 'unknown'}, API ${engine.apiVersion ?? 'unknown'} negotiated`;
     if (!engine.apiVersion || compareVersions(engine.apiVersion, MIN_API_VERSION) < 0) {
-      return { name: this.name, status: 'warn', found, action: `upgrade Docker to an engine with API ${MIN_API_VERSION} or later (Docker 20.10+)` };
+      return {
+        name: this.name,
+        status: 'warn',
+        found,
+        action: `upgrade Docker to an engine with API ${MIN_API_VERSION} or later (Docker 20.10+)`,
+      };
     }
     return { name: this.name, status: 'ok', found };
   },

@@ -30,7 +30,9 @@ async function missingCgroupFiles(probes: HostProbes, root: string): Promise<{ v
     }
   } else {
     const controllers = (await probes.readText(path.join(root, 'cgroup.controllers'))) ?? '';
-    for (const c of V2_CONTROLLERS) if (!controllers.split(/\s+/).includes(c)) missing.push(`${c} controller in ${path.join(root, 'cgroup.controllers')}`);
+    for (const c of V2_CONTROLLERS)
+      if (!controllers.split(/\s+/).includes(c))
+        missing.push(`${c} controller in ${path.join(root, 'cgroup.controllers')}`);
   }
   return { version: cg.version, missing };
 }
@@ -45,7 +47,11 @@ export const kernelFeaturesCheck: Check = {
     if (!(await probes.exists('/proc/self/ns/net'))) missing.push('/proc/<pid>/ns/net (network namespaces)');
     if (!probes.which('nsenter')) missing.push('nsenter (util-linux) on PATH');
     if (missing.length === 0) {
-      return { name: this.name, status: 'ok', found: `cgroup v${cg.version} stat files, /proc/<pid>/net/dev, network namespaces and nsenter are there` };
+      return {
+        name: this.name,
+        status: 'ok',
+        found: `cgroup v${cg.version} stat files, /proc/<pid>/net/dev, network namespaces and nsenter are there`,
+      };
     }
     return {
       name: this.name,
