@@ -31,9 +31,14 @@ const GRPC_MAPPING = {
 
 // A handler is one RPC: what two handlers share lives in a domain folder, not in a handler file.
 const RPC_SIBLINGS = {
-  group: ['./*', '!./deps', '../rpc/*', '!../rpc/deps'],
+  group: ['./*', '../rpc/*'],
   message:
     'A handler in src/rpc/ imports no other handler; put what RPCs share in src/sandbox/, src/container/, src/images/ or src/cri/.',
+};
+// The domain folders serve the handlers and never reach up to them (ServiceDeps is src/service-deps.ts).
+const UP_TO_RPC = {
+  group: ['**/rpc/*'],
+  message: 'Only the process wiring imports src/rpc/; what handlers and domain code share lives below it.',
 };
 // The layers under the handlers never reach up to them.
 const UPWARD_FROM_LOW_LAYERS = {
@@ -93,6 +98,27 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, UPWARD_FROM_LOW_LAYERS, DOCKER_IMPL] },
+      ],
+    },
+  },
+  {
+    files: [
+      'src/sandbox/**/*.ts',
+      'src/container/**/*.ts',
+      'src/images/**/*.ts',
+      'src/cri/**/*.ts',
+      'src/events/**/*.ts',
+      'src/recovery/**/*.ts',
+      'src/logs/**/*.ts',
+      'src/stats/**/*.ts',
+      'src/network/**/*.ts',
+      'src/cgroups/**/*.ts',
+      'src/streaming/**/*.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [GRPC, DOCKERODE, DOCKER_MODEM], patterns: [GRPC_MAPPING, DOCKER_IMPL, UP_TO_RPC] },
       ],
     },
   },

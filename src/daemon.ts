@@ -8,7 +8,7 @@ import { createLogManager } from './logs/log-manager';
 import { createLogPositionStore } from './logs/log-positions';
 import { createDockerService } from './rpc/runtime-service';
 import { CONTAINER_LOGPATH_LABEL, ROOT_LABEL, TYPE_CONTAINER, TYPE_LABEL } from './labels';
-import type { ServiceDeps } from './rpc/deps';
+import type { ServiceDeps } from './service-deps';
 import { dockerOptions } from './docker/client';
 import { connectEngine } from './docker/connect';
 import { instrumentEngine } from './docker/instrumented-engine';

@@ -1,7 +1,7 @@
 import type * as Docker from '../docker/types';
 import type { NameConflictPolicy } from '../docker/engine';
 import type { CallContext } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import {
   ATTEMPT_LABEL,
   CONTAINER_NAME_LABEL,

@@ -1,5 +1,5 @@
 import type { RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { containerMetadata, criState } from './status';
 import { CREATED_LABEL, matchesSelector, SANDBOX_ID_LABEL, splitLabels, TYPE_CONTAINER, TYPE_LABEL } from '../labels';

@@ -1,7 +1,7 @@
 import type * as Docker from '../docker/types';
 import { failedPrecondition, notFound } from '../errors';
 import type { CallContext } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { TYPE_CONTAINER, TYPE_LABEL } from '../labels';
 
 /** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */

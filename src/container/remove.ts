@@ -1,4 +1,4 @@
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 
 /**
  * Force-removes a Docker container; gone already is fine, and so is a removal

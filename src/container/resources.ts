@@ -1,7 +1,7 @@
 import type * as Docker from '../docker/types';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { cgroupVersionOf, checkHugepageLimits, dockerResources } from '../cri/container-resources';
 import type { HugetlbCgroup } from '../cgroups/hugetlb';
 

@@ -1,4 +1,4 @@
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 
 /** Stops a container, ignoring "already gone" and "already stopped". */
 export async function stopQuietly(deps: ServiceDeps, id: string, graceSeconds: number): Promise<void> {

@@ -4,7 +4,7 @@ import type * as Docker from '../docker/types';
 import { invalidArgument } from '../errors';
 import type { RuntimeReq } from '../server/rpc';
 import { DEFAULTS, type Config } from '../config';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from './security';
 import { HUGEPAGE_LIMITS_LABEL } from '../labels';
 import { isWithin } from '../logging/safe-path';

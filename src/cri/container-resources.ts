@@ -3,7 +3,7 @@ import * as path from 'path';
 import type * as Docker from '../docker/types';
 import { invalidArgument } from '../errors';
 import type { ContainerConfig } from './container-config';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { checkCpuset } from './validation';
 import { HUGEPAGE_LIMITS_LABEL } from '../labels';
 

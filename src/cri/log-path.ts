@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { isWithin, realpathPartialAsync } from '../logging/safe-path';
 import { invalidArgument } from '../errors';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { resolveLogPath } from './container-config';
 
 /**

@@ -1,6 +1,6 @@
 import type { RuntimeReq } from '../server/rpc';
 import { createStatsCollector, type StatsCollector } from '../stats/collector';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { listContainers } from '../container/list';
 import { listSandboxes } from '../sandbox/list';
 import type { ContainerView, PodView } from './stats-convert';

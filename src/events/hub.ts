@@ -3,7 +3,7 @@ import { DomainError } from '../errors';
 import { isDockerUnreachable } from '../docker/errors';
 import type { RuntimeRes } from '../server/rpc';
 import { shortId } from '../logging/logger';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { statusFromInspect } from '../container/status';
 import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { findSandbox } from '../sandbox/lookup';

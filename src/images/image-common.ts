@@ -2,7 +2,7 @@ import type * as Docker from '../docker/types';
 import { familiarRef, isImageRef, parseRef } from '../docker/images';
 import { invalidArgument, isNotFound } from '../errors';
 import type { ImageRes } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 
 /** Shared by the image RPC modules: conversion Docker -> CRI Image, lookups, validation. */
 

@@ -1,6 +1,6 @@
 import { invalidArgument } from '../errors';
 import type { ImageReq } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { inspectImage, toCriImage, type CriImage, type DockerImageLike } from './image-common';
 import { isImageRef } from '../docker/images';
 

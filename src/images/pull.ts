@@ -3,7 +3,7 @@ import { canonicalRef, pullImage, registryHost, type RegistryAuth } from '../doc
 import type { Logger } from '../logging/logger';
 import { DomainError, invalidArgument } from '../errors';
 import type { ImageReq } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 
 type AuthConfig = NonNullable<ImageReq<'PullImage'>['auth']>;
 

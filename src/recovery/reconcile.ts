@@ -2,7 +2,7 @@ import type * as Docker from '../docker/types';
 import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import type { SandboxCheckpoint } from '../checkpoint/store';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { CREATED_LABEL, ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { removeDockerContainer } from '../container/remove';
 import { releaseOrphanNetworks, TeardownRetries } from '../network/orphan-teardown';

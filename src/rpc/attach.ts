@@ -1,7 +1,7 @@
 import { failedPrecondition } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { checkId } from '../cri/validation';
-import type { ExecDeps } from './deps';
+import type { ExecDeps } from '../service-deps';
 import { checkStreams } from '../cri/stream-flags';
 import { mustFindRunningContainer } from '../container/lookup';
 

@@ -1,6 +1,6 @@
 import type * as Docker from '../docker/types';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import type { LogManager } from '../logs/log-manager';
 import type { HugepageLimit } from '../cri/container-resources';
 import { mustFindContainer } from '../container/lookup';

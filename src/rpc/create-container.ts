@@ -1,7 +1,7 @@
 import { failedPrecondition, invalidArgument, notFound } from '../errors';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { dockerContainerSpec } from '../cri/container-config';
 import { checkedLogPath } from '../cri/log-path';
 import { resolveSeccomp } from '../cri/security';

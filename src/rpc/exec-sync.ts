@@ -5,7 +5,7 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { demuxInto } from '../docker/demux';
 import { killExecProcess, startExec, waitForExit } from '../streaming/docker-exec';
 import { checkId } from '../cri/validation';
-import type { ExecDeps } from './deps';
+import type { ExecDeps } from '../service-deps';
 import { mustFindRunningContainer } from '../container/lookup';
 
 /** stdout + stderr of ExecSync must fit in one 16 MiB CRI message; keep room for the envelope. */

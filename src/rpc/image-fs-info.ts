@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import type { ImageRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { nowNanos } from '../time';
 
 const DEFAULT_ROOT = '/var/lib/docker';

@@ -1,5 +1,5 @@
 import type { ImageImpl } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { pinnedMatcher } from '../images/image-common';
 import { imageFsInfoRpc } from './image-fs-info';
 import { listImagesRpc } from './list-images';

@@ -1,6 +1,6 @@
 import type * as Docker from '../docker/types';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { inspectImage, requireImageRef, toCriImage, type DockerImageLike } from '../images/image-common';
 
 /** What `verbose` adds: the parts of `docker inspect` a human debugging a pod wants. */

@@ -1,5 +1,5 @@
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import type { DockerImageLike } from '../images/image-common';
 import { listCriImages } from '../images/list';
 

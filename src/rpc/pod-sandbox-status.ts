@@ -1,6 +1,6 @@
 import { notFound } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { findSandbox } from '../sandbox/lookup';
 import { checkId } from '../cri/validation';
 import { sandboxStatusOf } from '../sandbox/status';

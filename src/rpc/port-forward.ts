@@ -2,7 +2,7 @@ import { failedPrecondition, invalidArgument, notFound } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { checkId } from '../cri/validation';
-import type { ExecDeps } from './deps';
+import type { ExecDeps } from '../service-deps';
 
 export function portForwardRpc(deps: ExecDeps) {
   return async (req: RuntimeReq<'PortForward'>, ctx: CallContext): Promise<RuntimeRes<'PortForward'>> => {

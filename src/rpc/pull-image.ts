@@ -1,7 +1,7 @@
 import { normalizeRef } from '../docker/images';
 import { DomainError } from '../errors';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { dockerAuth, type PullCoalescer } from '../images/pull';
 import { inspectImage, requireImageRef } from '../images/image-common';
 

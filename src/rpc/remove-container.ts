@@ -1,7 +1,7 @@
 import { removeLogFile } from '../logging/safe-path';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import type { LogManager } from '../logs/log-manager';
 import { findContainer } from '../container/lookup';
 import { CONTAINER_LOGPATH_LABEL } from '../labels';

@@ -1,7 +1,7 @@
 import { isImageIdLike } from '../docker/images';
 import { isNotFound } from '../errors';
 import type { CallContext, ImageReq, ImageRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { inspectImage, requireImageRef } from '../images/image-common';
 
 /** True when `ref` named the image by its id (full, `sha256:`-prefixed or a prefix of it). */

@@ -1,6 +1,6 @@
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { findSandbox } from '../sandbox/lookup';
 import { tearDownNetwork } from '../sandbox/network';
 import { sandboxMembers } from '../sandbox/members';

@@ -1,6 +1,6 @@
 import { failedPrecondition } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import type { LogManager } from '../logs/log-manager';
 import { mustFindContainer } from '../container/lookup';
 import { CONTAINER_LOGPATH_LABEL } from '../labels';

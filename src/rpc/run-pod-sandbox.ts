@@ -4,7 +4,7 @@ import { engineForRuntime } from '../docker/engine-info';
 import { DomainError, invalidArgument, isNotFound } from '../errors';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../sandbox/pause-container';
 import { cniPortMappings, portMappingsOf } from '../sandbox/port-mappings';
 import {

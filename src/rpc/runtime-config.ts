@@ -1,6 +1,6 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { unavailable } from '../errors';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 
 /** RuntimeConfig: the kubelet must run with the cgroup driver Docker uses. */
 export function runtimeConfig(deps: ServiceDeps) {

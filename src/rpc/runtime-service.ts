@@ -1,6 +1,6 @@
 import type { ImageImpl, RuntimeImpl } from '../server/rpc';
 import type { HugetlbCgroup } from '../cgroups/hugetlb';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { createContainer } from './create-container';
 import { reopenContainerLog } from './reopen-container-log';
 import { removeContainer, removeContainerFully } from './remove-container';
@@ -15,7 +15,7 @@ import { execRpc } from './exec';
 import { execSync } from './exec-sync';
 import { attachRpc } from './attach';
 import { portForwardRpc } from './port-forward';
-import type { ExecDeps } from './deps';
+import type { ExecDeps } from '../service-deps';
 import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
 import { updateContainerResources } from './update-container-resources';

@@ -1,7 +1,7 @@
 import { failedPrecondition } from '../errors';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import type { LogManager } from '../logs/log-manager';
 import { hugepageLimitsOf, type HugepageLimit } from '../cri/container-resources';
 import { mustFindContainer } from '../container/lookup';

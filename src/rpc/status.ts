@@ -1,6 +1,6 @@
 import { VERSION } from '../config';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { RUNTIME_FEATURES, runtimeHandlers } from '../cri/runtime-features';
 
 /** Served from cached state: the kubelet polls Status every few seconds. */

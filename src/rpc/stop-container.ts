@@ -1,6 +1,6 @@
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { mustFindContainer } from '../container/lookup';
 import { stopQuietly } from '../container/stop-quietly';
 import { checkId } from '../cri/validation';

@@ -1,5 +1,5 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { sendChunks } from '../server/stream-chunks';
 import { listSandboxes } from '../sandbox/list';
 

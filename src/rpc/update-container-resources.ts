@@ -1,6 +1,6 @@
 import { invalidArgument } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { mustFindContainer } from '../container/lookup';
 import { checkId } from '../cri/validation';
 import type { HugetlbCgroup } from '../cgroups/hugetlb';

@@ -1,7 +1,7 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { failedPrecondition, notFound } from '../errors';
 import type { HugetlbCgroup } from '../cgroups/hugetlb';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 import { applyResources } from '../container/resources';
 import { findSandbox } from '../sandbox/lookup';
 import { checkId } from '../cri/validation';

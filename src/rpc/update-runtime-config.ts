@@ -1,7 +1,7 @@
 import { isIPv6 } from 'net';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { invalidArgument } from '../errors';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 
 /** UpdateRuntimeConfig: the pod CIDR reaches CNI plugins through runtimeConfig. */
 export function updateRuntimeConfig(deps: ServiceDeps) {

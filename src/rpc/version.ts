@@ -1,7 +1,7 @@
 import { CRI_VERSION } from '../config';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { unavailable } from '../errors';
-import type { ServiceDeps } from './deps';
+import type { ServiceDeps } from '../service-deps';
 
 /** runtime_name stays `docker`: the kubelet and tooling key Docker-specific behaviour on it. */
 export const RUNTIME_NAME = 'docker';

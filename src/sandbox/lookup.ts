@@ -1,6 +1,6 @@
 import type * as Docker from '../docker/types';
 import type { SandboxCheckpoint } from '../checkpoint/store';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { ATTEMPT_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { parseName } from '../cri/naming';
 

@@ -1,4 +1,4 @@
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { summaryOf, type ListedContainer } from '../state/summary';
 import { SANDBOX_ID_LABEL } from '../labels';
 

@@ -1,5 +1,5 @@
 import type { CallContext } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { CREATED_LABEL } from '../labels';
 import { recordMetadata, type SandboxRecord } from './lookup';
 import { cniPortMappings } from './port-mappings';

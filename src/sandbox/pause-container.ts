@@ -1,7 +1,7 @@
 import { promises as fsp } from 'fs';
 import type * as Docker from '../docker/types';
 import type { RuntimeReq } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { apparmorSecurityOpt, seccompSecurityOpt } from '../cri/security';
 import { selinuxOpts } from '../cri/container-config';
 

@@ -1,5 +1,5 @@
 import type { RuntimeRes } from '../server/rpc';
-import type { ServiceDeps } from '../rpc/deps';
+import type { ServiceDeps } from '../service-deps';
 import { CREATED_LABEL, splitLabels } from '../labels';
 import { recordMetadata, type SandboxRecord } from './lookup';
 import { isHostNetwork } from './network';

@@ -21,7 +21,7 @@ import { startContainer } from '../../src/rpc/start-container';
 import type { LogManager } from '../../src/logs/log-manager';
 import { updateContainerResources } from '../../src/rpc/update-container-resources';
 import { hugetlbCgroup } from '../../src/cgroups/hugetlb';
-import type { ServiceDeps } from '../../src/rpc/deps';
+import type { ServiceDeps } from '../../src/service-deps';
 import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/capabilities';
 import type { Logger } from '../../src/logging/logger';
 import { DomainError } from '../../src/errors';

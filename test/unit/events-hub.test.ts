@@ -1,7 +1,7 @@
 import { PassThrough } from 'stream';
 import * as winston from 'winston';
 import { createEventHub } from '../../src/events/hub';
-import type { ServiceDeps } from '../../src/rpc/deps';
+import type { ServiceDeps } from '../../src/service-deps';
 import { SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../../src/labels';
 import { FakeEngine } from '../support/fake-engine';
 

@@ -8,7 +8,7 @@ import { imageUser, pinnedMatcher } from '../../src/images/image-common';
 import { imageFsInfoRpc, layerStoreBytes } from '../../src/rpc/image-fs-info';
 import { refersToId } from '../../src/rpc/remove-image';
 import { imageHandlers } from '../../src/rpc/image-service';
-import type { ServiceDeps } from '../../src/rpc/deps';
+import type { ServiceDeps } from '../../src/service-deps';
 import { pullImage } from '../../src/docker/images';
 import { DockerodeEngine } from '../../src/docker/dockerode-engine';
 import { FakeEngine } from '../support/fake-engine';

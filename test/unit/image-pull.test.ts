@@ -2,7 +2,7 @@ import winston from 'winston';
 import type { RegistryAuth } from '../../src/docker/images';
 import { pullImageRpc } from '../../src/rpc/pull-image';
 import { createPullCoalescer, dockerAuth, pullKey, type Puller } from '../../src/images/pull';
-import type { ServiceDeps } from '../../src/rpc/deps';
+import type { ServiceDeps } from '../../src/service-deps';
 import { DomainError } from '../../src/errors';
 import type { CallContext } from '../../src/server/rpc';
 import { FakeEngine } from '../support/fake-engine';

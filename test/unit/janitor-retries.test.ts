@@ -1,5 +1,5 @@
 import { releaseOrphanNetworks, TeardownRetries } from '../../src/network/orphan-teardown';
-import type { ServiceDeps } from '../../src/rpc/deps';
+import type { ServiceDeps } from '../../src/service-deps';
 import type { Logger } from '../../src/logging/logger';
 
 describe('orphaned CNI teardowns that keep failing', () => {

@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import winston from 'winston';
-import type { ServiceDeps } from '../../src/rpc/deps';
+import type { ServiceDeps } from '../../src/service-deps';
 import { runPodSandbox } from '../../src/rpc/run-pod-sandbox';
 import {
   hostConfigFor,

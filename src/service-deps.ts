@@ -1,13 +1,13 @@
-import type { Config } from '../config';
-import type { CrashAt } from '../crash-points';
-import type { CheckpointStore } from '../checkpoint/store';
-import type { DockerEngine } from '../docker/engine';
-import type { CapabilityGrant } from '../docker/capabilities';
-import type { EngineInfo } from '../docker/engine-info';
-import type { Logger } from '../logging/logger';
-import type { NetworkPlugin } from '../network/types';
-import type { StateStore } from '../state/store';
-import type { StreamingServer } from '../streaming/server';
+import type { Config } from './config';
+import type { CrashAt } from './crash-points';
+import type { CheckpointStore } from './checkpoint/store';
+import type { DockerEngine } from './docker/engine';
+import type { CapabilityGrant } from './docker/capabilities';
+import type { EngineInfo } from './docker/engine-info';
+import type { Logger } from './logging/logger';
+import type { NetworkPlugin } from './network/types';
+import type { StateStore } from './state/store';
+import type { StreamingServer } from './streaming/server';
 
 /** Everything the CRI handlers share; built once in main.ts (and by the e2e harness). */
 export interface ServiceDeps {
