@@ -1,4 +1,4 @@
-import { applyAction, diffSnapshots, phaseOf, snapshotOf, type Snapshot } from '../../src/events/hub';
+import { applyAction, diffSnapshots, phaseOf, snapshotOf, type Snapshot } from '../../src/events/snapshot';
 import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_CONTAINER, TYPE_SANDBOX } from '../../src/labels';
 
 const pod = (id: string, State: string) => ({ Id: id, State, Labels: { [TYPE_LABEL]: TYPE_SANDBOX, unrelated: 'x' } });
