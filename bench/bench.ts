@@ -31,6 +31,7 @@ import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runt
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
 import { relistCost } from './relist-cost';
+import { pct } from './measure';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -71,10 +72,6 @@ const record = (what: string, crishim: string, raw: string, ratio: string): void
   rows.push([what, crishim, raw, ratio]);
 };
 
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
 const ms = (n: number): string => `${n.toFixed(1)} ms`;
 async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t0 = process.hrtime.bigint();
@@ -701,42 +698,7 @@ async function main(): Promise<void> {
     if (wanted('concurrent')) await concurrent(d);
     if (wanted('lists')) await lists(d);
     if (wanted('memory')) await memory(d);
-    if (wanted('relist-cost'))
-      await relistCost(
-        {
-          pid: d.proc.pid ?? 0,
-          call: (method, req) => rpc(d, method, req),
-          runPod: () => runPodWithApp(d, true),
-          removePod: (id) => removePod(d, id),
-        },
-        docker,
-        relistSizes,
-        record,
-      );
-    const figures =
-      wanted('kubelet-load') &&
-      (await kubeletLoad(
-        {
-          pid: d.proc.pid ?? 0,
-          call: (method, req) => rpc(d, method, req),
-          imageFsInfo: () =>
-            new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
-          runPod: () => runPodWithApp(d, false),
-          removePod: (id) => removePod(d, id),
-          dockerRequests: d.dockerRequests,
-        },
-        docker,
-        loadSizesNow,
-        record,
-      ));
-    if (figures && others.length) tables.push(await compareKubeletLoad(figures, others, loadSizesNow));
-    if (wanted('lifecycle')) {
-      const shape = { pods: lifecyclePods, podConfig: () => pod(false), image: BUSYBOX };
-      tables.push(
-        await compareLifecycle([{ name: 'crishim', call: (method, req) => rpc(d, method, req) }, ...others], shape),
-      );
-    }
-    if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
+    // crishim as every section's target sees it; a section overrides what it needs otherwise
     const target = {
       pid: d.proc.pid ?? 0,
       call: <T>(method: string, req: unknown) => rpc<T>(d, method, req),
@@ -745,6 +707,26 @@ async function main(): Promise<void> {
       cniConfFile: path.join(d.dir, 'net.d', '10-bench.conflist'),
       dockerRequests: d.dockerRequests,
     };
+    if (wanted('relist-cost'))
+      await relistCost({ ...target, runPod: () => runPodWithApp(d, true) }, docker, relistSizes, record);
+    const figures =
+      wanted('kubelet-load') &&
+      (await kubeletLoad(
+        {
+          ...target,
+          imageFsInfo: () =>
+            new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
+        },
+        docker,
+        loadSizesNow,
+        record,
+      ));
+    if (figures && others.length) tables.push(await compareKubeletLoad(figures, others, loadSizesNow));
+    if (wanted('lifecycle')) {
+      const shape = { pods: lifecyclePods, podConfig: () => pod(false), image: BUSYBOX };
+      tables.push(await compareLifecycle([{ name: 'crishim', call: target.call }, ...others], shape));
+    }
+    if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
     if (wanted('stats-cost')) await statsCost(target, statsCostSizes, record);
     if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
   } finally {

@@ -8,13 +8,9 @@
  */
 import type Docker from 'dockerode';
 import { describeRun, openChurn, VISIBLE_WITHIN_MS, type ChurnTarget } from '../test/support/churn';
+import { pct } from './measure';
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
-
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
 
 export async function churn(
   target: Omit<ChurnTarget, 'docker'>,

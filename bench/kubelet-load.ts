@@ -9,8 +9,9 @@
  * raw Docker calls a runtime without a view of its own would make (`docker ps`
  * twice a second, an inspect per status), so dockerd's share is comparable.
  */
-import { readdirSync, readFileSync } from 'fs';
+import { readFileSync } from 'fs';
 import Docker from 'dockerode';
+import { cpuNs, pct, rssMiB } from './measure';
 
 export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
@@ -37,10 +38,6 @@ type Record4 = (what: string, crishim: string, raw: string, ratio: string) => vo
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-export function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
 const ms = (n: number): string => `${n.toFixed(1)} ms`;
 
 /** utime + stime of a process, all its threads, dead ones included (ms). */
@@ -49,23 +46,6 @@ function cpuMs(pid: number): number {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields 14 and 15 of stat, counted from the state field (3)
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
-
-/** CPU time of a process's live threads in ns (schedstat): fine enough for one call's cost. */
-export function cpuNs(pid: number): number {
-  let sum = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      /* thread ended */
-    }
-  }
-  return sum;
-}
-
-export function rssMiB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
 }
 
 export interface Calls {

@@ -7,7 +7,11 @@
  * CPU. The same-run baseline is dockerd's CPU for the two `docker ps` a
  * runtime without a view of its own would make.
  */
-import { readdirSync, readFileSync } from 'fs';
+import { readFileSync } from 'fs';
+import { cpuNs, pct, rssMiB } from './measure';
+
+/** CPU time of a process's live threads in ms. */
+const cpuMs = (pid: number): number => cpuNs(pid) / 1e6;
 import type Docker from 'dockerode';
 
 export interface RelistTarget {
@@ -19,28 +23,6 @@ export interface RelistTarget {
 }
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
-
-/** CPU time of a process's live threads in ms (schedstat, ns resolution). */
-function cpuMs(pid: number): number {
-  let sum = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      /* thread ended */
-    }
-  }
-  return sum / 1e6;
-}
-
-function rssMiB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-}
-
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 

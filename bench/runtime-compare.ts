@@ -10,13 +10,12 @@ import {
   dockerdPid,
   drive,
   mapLimit,
-  pct,
-  rssMiB,
   type LoadFigures,
   type LoadSizes,
   type LoadTarget,
   type PhaseResult,
 } from './kubelet-load';
+import { pct, rssMiB } from './measure';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   name: string;

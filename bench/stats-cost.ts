@@ -6,7 +6,7 @@
  * further apart than the collector's sample reuse window, so every call reads every file.
  * Profile what it measures with CRISHIM_BENCH_NODE_FLAGS=--cpu-prof (see bench.ts).
  */
-import { cpuNs, pct } from './kubelet-load';
+import { cpuNs, pct } from './measure';
 
 export interface StatsCostTarget {
   pid: number;

@@ -9,7 +9,7 @@ import { spawn } from 'child_process';
 import { existsSync, readFileSync } from 'fs';
 import * as path from 'path';
 import type Docker from 'dockerode';
-import { pct } from './kubelet-load';
+import { pct } from './measure';
 
 export interface StopPodTarget {
   call<T>(method: string, req: unknown): Promise<T>;

@@ -1,0 +1,26 @@
+/** What several bench sections measure of a process or a sample, written once. */
+import { readdirSync, readFileSync } from 'fs';
+
+/** The p-th percentile of a sample (nearest rank); NaN for an empty one. */
+export function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+/** CPU time of a process's live threads in ns (schedstat): fine enough for one call's cost. */
+export function cpuNs(pid: number): number {
+  let sum = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* thread ended */
+    }
+  }
+  return sum;
+}
+
+/** Resident set size of a process in MiB. */
+export function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+}
