@@ -101,6 +101,8 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   // containers the last reconnect's diff reported: dockerd may stamp an event after the list showed
   // its effect (and after `listedTo`), so an event that changes nothing for them is that same change
   let synthesized = new Set<string>();
+  // our clock when the first subscriber came: the first subscription starts there, not at the list
+  let firstSubscriberAt = 0;
 
   const publish = (ev: CriEvent): void => {
     for (const s of subscribers) {
@@ -163,14 +165,26 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     enqueue(ev, type);
   };
 
-  /** Lists our containers before each subscription; after a reconnect, emits what changed unseen. */
+  /**
+   * Lists our containers before each subscription; after a reconnect, emits what changed unseen.
+   * The first time it answers the engine time the first subscriber came at (the engine's clock
+   * less the time elapsed on ours since then, so never later): a container created while the
+   * first list was under way is reported, not taken as already known.
+   */
   const resync = async (reconnect: boolean): Promise<number> => {
     const from = await engineNowNano(deps.docker);
+    const fromLocal = Date.now();
     const listed = await deps.docker.listContainers({ label: [TYPE_LABEL] });
     const to = await engineNowNano(deps.docker);
     const next = snapshotOf(listed);
-    const missed = reconnect && snapshot ? diffSnapshots(snapshot, next) : [];
-    if (reconnect && snapshot) {
+    if (!reconnect) {
+      // nothing to diff against: the list is only the baseline of the next reconnect's diff
+      snapshot = next;
+      listedFrom = listedTo = from - Math.max(0, fromLocal - firstSubscriberAt) * 1e6;
+      return listedFrom;
+    }
+    const missed = snapshot ? diffSnapshots(snapshot, next) : [];
+    if (snapshot) {
       const before = new Set(snapshot.keys());
       const listedIds = new Set(next.keys());
       unlisted = (id) => !before.has(id) && !listedIds.has(id);
@@ -197,6 +211,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
 
   return {
     subscribe() {
+      if (!source) firstSubscriberAt = Date.now();
       source ??= followDockerEvents(
         deps.docker,
         { type: ['container'], label: [TYPE_LABEL] },

@@ -54,6 +54,34 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
+describe('event hub, first subscriber', () => {
+  it('reports a container created while the first list was under way', async () => {
+    const { state, api } = fakeDocker();
+    const deps = {
+      docker: api,
+      logger: winston.createLogger({ silent: true }),
+      checkpoints: { list: async () => [], read: async () => undefined },
+      config: { rootDirectory: '/nonexistent' },
+    } as unknown as ServiceDeps;
+    // a slow engine: its clock reads 200 ms later than when the subscriber came, and by then
+    // a container created 100 ms after the subscriber is already in the list
+    api.info = async () => {
+      await new Promise((r) => setTimeout(r, 200));
+      return { SystemTime: iso(BASE + 0.2 * SEC) };
+    };
+    state.list = [{ Id: 'p1', State: 'created', Labels: podLabels }];
+    state.onSubscribe = (s) => emit(s, 'p1', 'create', BASE + 0.1 * SEC, podLabels);
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    try {
+      await until(() => sub.queue.length === 1, 'the create event');
+      expect(sub.queue[0]).toMatchObject({ container_id: 'p1', container_event_type: 'CONTAINER_CREATED_EVENT' });
+    } finally {
+      hub.close();
+    }
+  });
+});
+
 describe('event hub across a docker restart', () => {
   it('emits what changed while disconnected, before live events, without replayed duplicates', async () => {
     const { state, api } = fakeDocker();
