@@ -64,6 +64,8 @@ interface OpenFile {
 }
 
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
+/** First read size: under Node's pool threshold, so a read that finds little or nothing allocates next to nothing. */
+const MIN_READ_BYTES = 4000;
 
 export class JsonFileFollower {
   /** Oldest first: chain[0] is being read, the others wait their turn, still open. */
@@ -75,6 +77,12 @@ export class JsonFileFollower {
   private readonly chunkBytes: number;
   private readonly scanEveryMs: number;
   private readonly now: () => number;
+  /**
+   * How much the next read asks for: grows while reads come back full (a busy writer), shrinks
+   * back when they come back small. A fixed chunk-sized buffer per read cost a 256 KiB
+   * allocation for every poll of every idle container (110 MB/s of garbage at 110 pods).
+   */
+  private readSize = MIN_READ_BYTES;
 
   constructor(
     readonly file: string,
@@ -175,9 +183,13 @@ export class JsonFileFollower {
   }
 
   private async readLines(cur: OpenFile): Promise<JsonChunk | undefined> {
-    for (let want = this.chunkBytes; ; want *= 2) {
+    for (let want = Math.min(this.readSize, this.chunkBytes); ; want *= 2) {
       const buf = Buffer.allocUnsafe(want);
       const { bytesRead } = await cur.fh.read(buf, 0, want, cur.offset);
+      this.readSize =
+        bytesRead === want
+          ? Math.min(want * 2, this.chunkBytes)
+          : Math.max(MIN_READ_BYTES, bytesRead < this.readSize / 4 ? this.readSize / 2 : this.readSize);
       if (bytesRead === 0) return undefined;
       cur.seen = Math.max(cur.seen, cur.offset + bytesRead);
       const last = buf.lastIndexOf(0x0a, bytesRead - 1);
