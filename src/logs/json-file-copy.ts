@@ -1,7 +1,9 @@
 import { setImmediate as yieldNow } from 'timers/promises';
 import type { CriLogFile } from '../logging/cri-log';
 import type { Logger } from '../logging/logger';
+import { dirname } from 'path';
 import { JsonFileFollower, type LogLoss } from './json-file-follower';
+import { watchLogDir } from './log-dir-watch';
 import { convertJsonLines, type RecordFilter } from './json-file-records';
 import type { LogPosition, LogPositionStore } from './log-positions';
 
@@ -32,6 +34,8 @@ export interface JsonFileCopyOptions {
   idleMinMs?: number;
   pauseMaxMs?: number;
   idleMaxMs?: number;
+  /** Poll interval while idle when writes to the log directory wake the loop (the safety net). */
+  watchedIdleMs?: number;
   /** How often an idle copy asks Docker whether the container still runs. */
   exitCheckMs?: number;
   /** Least time between two position saves while copying steadily. */
@@ -53,6 +57,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const idleMinMs = o.idleMinMs ?? 10;
   const pauseMaxMs = o.pauseMaxMs ?? 40;
   const idleMaxMs = o.idleMaxMs ?? 250;
+  const watchedIdleMs = o.watchedIdleMs ?? 1000;
   const exitCheckMs = o.exitCheckMs ?? 1000;
   const saveEveryMs = o.saveEveryMs ?? 100;
   let stopped = false;
@@ -141,6 +146,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
     let idleSince = 0;
     let lastCheck = Date.now();
     while (!stopped) {
+      changed = false;
       if (await copyOne()) {
         idle = idleMinMs;
         idleSince = 0;
@@ -162,17 +168,27 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
           break;
         }
       }
-      await sleep(idle);
+      // a write that landed after the read found nothing: look again rather than sleep through it
+      if (changed) continue;
+      await sleep(watcher ? Math.min(watchedIdleMs, exitCheckMs) : idle);
       idle = Math.min(idle * 2, Date.now() - idleSince < 2000 ? pauseMaxMs : idleMaxMs);
     }
   };
+  let changed = false;
+  const watcher = watchLogDir(dirname(o.jsonPath), () => {
+    changed = true;
+    wake?.();
+  });
 
   const done = run()
     .finally(() => (ended = true))
     .catch((err: Error) => {
       o.log.error('container log copy failed', { jsonPath: o.jsonPath, error: err.message });
     })
-    .finally(() => follower.close());
+    .finally(() => {
+      watcher?.close();
+      return follower.close();
+    });
 
   return {
     done,

@@ -188,6 +188,35 @@ describe('json-file copy loop', () => {
     expect(saved?.cri.size).toBe((await fsp.stat(cri)).size);
   });
 
+  it('is woken by a write to the log directory instead of waiting for its next poll', async () => {
+    await fsp.writeFile(json, lines(1, 10));
+    const file = new CriLogFile(cri);
+    const minute = 60_000;
+    const c = startJsonFileCopy({
+      ...{ containerId: 'c', jsonPath: json, file, positions: store, isRunning: async () => running, log: silent },
+      ...{ idleMinMs: minute, pauseMaxMs: minute, idleMaxMs: minute, watchedIdleMs: minute, exitCheckMs: minute },
+    });
+    try {
+      const until = async (n: number): Promise<void> => {
+        const deadline = Date.now() + 3000;
+        while ((await fsp.readFile(cri, 'utf8').catch(() => '')).split('\n').length <= n) {
+          if (Date.now() > deadline) throw new Error(`line ${n} not copied within 3 s`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await until(10);
+      // the loop is asleep for a minute now: only the directory watch can bring these lines in time
+      await new Promise((r) => setTimeout(r, 100));
+      await fsp.appendFile(json, lines(11, 12));
+      await until(12);
+      expect(await criLines()).toEqual(range(1, 12));
+    } finally {
+      c.stop();
+      await c.done;
+      file.close();
+    }
+  });
+
   it('after a kill between an append and its save, cuts the CRI file back and copies the rest once', async () => {
     await fsp.writeFile(json, lines(1, 100));
     const first = new CriLogFile(cri);
