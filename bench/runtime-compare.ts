@@ -41,24 +41,8 @@ export function table(header: string[], rows: string[][]): string {
 /** The kubelet load against one more runtime: its own pods, crishim's call shape, then its pods removed. */
 async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
   const pods: string[] = [];
-  // a transient runc failure on this busy host ("can't get final child's PID from pipe") is not
-  // what is measured here: a pod start is tried three times, and the retries are reported
-  let retries = 0;
-  const startPod = async (): Promise<string> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await t.runPod();
-      } catch (err) {
-        if (attempt >= 3) throw err;
-        retries++;
-        console.error(`${t.name}: pod start failed, retrying: ${(err as Error).message.slice(0, 160)}`);
-        await sleep(1000);
-      }
-    }
-  };
   try {
-    await mapLimit(sizes.pods, 8, async () => pods.push(await startPod()));
-    if (retries > 0) console.error(`${t.name}: ${retries} pod start(s) retried`);
+    await mapLimit(sizes.pods, 8, async () => pods.push(await t.runPod()));
     // as for crishim: let start-up work settle before measuring
     await sleep(2000);
     // a stats call the runtime cannot answer (cri-dockerd 0.3 has no ListPodSandboxStats; containerd 1.6
