@@ -34,9 +34,12 @@ export interface JsonFileCopyOptions {
   idleMinMs?: number;
   pauseMaxMs?: number;
   idleMaxMs?: number;
-  /** Poll interval while idle when writes to the log directory wake the loop (the safety net). */
+  /**
+   * Poll interval while idle when changes to the container's directory wake the loop: only the
+   * safety net, since Docker writes there (config.v2.json) when the container stops, too.
+   */
   watchedIdleMs?: number;
-  /** How often an idle copy asks Docker whether the container still runs. */
+  /** How often an idle copy asks Docker whether the container still runs (unwatched; watched, at every idle wake). */
   exitCheckMs?: number;
   /** Least time between two position saves while copying steadily. */
   saveEveryMs?: number;
@@ -57,7 +60,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const idleMinMs = o.idleMinMs ?? 10;
   const pauseMaxMs = o.pauseMaxMs ?? 40;
   const idleMaxMs = o.idleMaxMs ?? 250;
-  const watchedIdleMs = o.watchedIdleMs ?? 1000;
+  const watchedIdleMs = o.watchedIdleMs ?? 5000;
   const exitCheckMs = o.exitCheckMs ?? 1000;
   const saveEveryMs = o.saveEveryMs ?? 100;
   let stopped = false;
@@ -156,7 +159,8 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
       idleSince ||= Date.now();
       if (stopped) break;
       if (dirty) await save();
-      if (kicked || Date.now() - lastCheck >= exitCheckMs) {
+      // watched, an idle wake is rare and often the container's own state change: check each time
+      if (kicked || watcher || Date.now() - lastCheck >= exitCheckMs) {
         kicked = false;
         lastCheck = Date.now();
         const running = await o.isRunning();
@@ -170,7 +174,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
       }
       // a write that landed after the read found nothing: look again rather than sleep through it
       if (changed) continue;
-      await sleep(watcher ? Math.min(watchedIdleMs, exitCheckMs) : idle);
+      await sleep(watcher ? watchedIdleMs : idle);
       idle = Math.min(idle * 2, Date.now() - idleSince < 2000 ? pauseMaxMs : idleMaxMs);
     }
   };

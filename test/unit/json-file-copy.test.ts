@@ -217,6 +217,29 @@ describe('json-file copy loop', () => {
     }
   });
 
+  it('ends soon after the container stopped: Docker writing its state in the directory wakes the check', async () => {
+    await fsp.writeFile(json, lines(1, 5));
+    const file = new CriLogFile(cri);
+    const minute = 60_000;
+    const c = startJsonFileCopy({
+      ...{ containerId: 'c', jsonPath: json, file, positions: store, isRunning: async () => running, log: silent },
+      ...{ idleMinMs: minute, pauseMaxMs: minute, idleMaxMs: minute, watchedIdleMs: minute, exitCheckMs: minute },
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      running = false;
+      // what dockerd does when a container stops: its config.v2.json is rewritten beside the log
+      await fsp.writeFile(path.join(path.dirname(json), 'config.v2.json'), '{}');
+      const ended = await Promise.race([c.done.then(() => true), new Promise((r) => setTimeout(() => r(false), 3000))]);
+      expect(ended).toBe(true);
+      expect(await criLines()).toEqual(range(1, 5));
+    } finally {
+      c.stop();
+      await c.done;
+      file.close();
+    }
+  });
+
   it('after a kill between an append and its save, cuts the CRI file back and copies the rest once', async () => {
     await fsp.writeFile(json, lines(1, 100));
     const first = new CriLogFile(cri);
