@@ -4,7 +4,7 @@
  *
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
- *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn,
+ *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn, churn-restart,
  *                                          stats-cost, stop-pod, logs); --pods=N sizes stats-cost and stop-pod
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
@@ -25,7 +25,7 @@ import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
-import { churn } from './churn';
+import { churn, churnAcrossRestarts } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 import { statsCost } from './stats-cost';
@@ -107,11 +107,11 @@ function dockerSocket(): string {
  * crosses it is one Docker API call. Counting outside the daemon keeps the
  * measurement honest (no self-reporting, no scrape traffic mixed in).
  */
-async function dockerProxy(socketPath: string): Promise<{ count(): number; close(): void }> {
+async function dockerProxy(socketPath: string, upstreamSocket: string): Promise<{ count(): number; close(): void }> {
   let requests = 0;
   const REQUEST_LINE = /(?:GET|POST|PUT|DELETE|HEAD) \/\S* HTTP\/1\.[01]\r\n/g;
   const server = net.createServer((client) => {
-    const upstream = net.connect(dockerSocket());
+    const upstream = net.connect(upstreamSocket);
     client.on('data', (c: Buffer) => {
       requests += (c.toString('latin1').match(REQUEST_LINE) ?? []).length;
       upstream.write(c);
@@ -125,7 +125,8 @@ async function dockerProxy(socketPath: string): Promise<{ count(): number; close
   return { count: () => requests, close: () => server.close() };
 }
 
-async function startDaemon(): Promise<Daemon> {
+/** `engine`: the Docker socket the daemon drives (a private dockerd), else the one the bench measures. */
+async function startDaemon(engine = dockerSocket()): Promise<Daemon> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-bench-'));
   const confDir = path.join(dir, 'net.d');
   await fsp.mkdir(confDir);
@@ -136,7 +137,7 @@ async function startDaemon(): Promise<Daemon> {
   conf.plugins[0].ipam.dataDir = path.join(dir, 'ipam');
   await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
   const socket = path.join(dir, 'crishim.sock');
-  const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'));
+  const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'), engine);
   const main = path.join(REPO, 'dist', 'main.js');
   // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(
@@ -727,6 +728,8 @@ async function main(): Promise<void> {
       tables.push(await compareLifecycle([{ name: 'crishim', call: target.call }, ...others], shape));
     }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
+    if (wanted('churn-restart'))
+      await churnAcrossRestarts((socket) => startDaemon(socket), docker, BUSYBOX, SMOKE ? 1 : 50, record);
     if (wanted('stats-cost')) await statsCost(target, statsCostSizes, record);
     if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
   } finally {
