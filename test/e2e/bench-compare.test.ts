@@ -13,6 +13,8 @@ afterAll(() => teardown(other));
 
 it('runs the kubelet load and the lifecycle against another CRI endpoint and tables it beside crishim', async () => {
   const h = other as Crishim;
+  // the other crishim shares this Docker: pods some earlier process left behind are in its list too
+  const before = new Set((await call(h.runtime, 'ListPodSandbox', {})).items.map((p: { id: string }) => p.id));
   execFileSync('npx', ['tsc', '-p', 'bench/tsconfig.json'], { cwd: REPO, stdio: 'pipe' });
   const out = execFileSync(
     process.execPath,
@@ -42,5 +44,5 @@ it('runs the kubelet load and the lifecycle against another CRI endpoint and tab
   expect(out).toMatch(new RegExp(`\\| StopPodSandbox +\\| ${num} ms +\\| ${num} ms +\\| ${num} +\\|`));
   // the bench removed every pod it made through the other runtime
   const { items } = await call(h.runtime, 'ListPodSandbox', {});
-  expect(items).toEqual([]);
+  expect(items.filter((p: { id: string }) => !before.has(p.id))).toEqual([]);
 });
