@@ -5,6 +5,7 @@ import { withAuthorityFix } from './authority-fix';
 import { wrapHandler, type HandlerOptions } from './call-handler';
 import { withCachedListEncoding } from './list-encoding';
 import { loadCriProto, MAX_MESSAGE_BYTES } from './proto';
+import { withStatsEncoding } from './stats-encoding';
 import type { ImageImpl, RuntimeImpl, StreamImpl, UnaryImpl } from './rpc';
 import { STREAMING_METHODS } from './rpc';
 import { activatedFd, prepareSocket, SD_LISTEN_FDS_START, socketPathOf } from './socket';
@@ -46,7 +47,7 @@ export function createGrpcServer(opts: CriServerOptions): grpc.Server {
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   });
-  const runtime = withCachedListEncoding(proto.runtime.v1.RuntimeService.service);
+  const runtime = withStatsEncoding(withCachedListEncoding(proto.runtime.v1.RuntimeService.service));
   server.addService(runtime, buildService(runtime, opts.runtime, opts));
   server.addService(
     proto.runtime.v1.ImageService.service,
