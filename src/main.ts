@@ -1,4 +1,6 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env node
+// before anything allocates: the young generation's size (see the module)
+import './young-generation';
 import { CommanderError } from 'commander';
 import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
