@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import { loadCriProto } from '../../src/server/proto';
+import { loadCriProto } from '../support/cri-proto';
 import { statsSerializer, withStatsEncoding } from '../../src/server/stats-encoding';
 
 const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
