@@ -5,7 +5,7 @@
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
  *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn, churn-restart,
- *                                          stats-cost, stop-pod, logs); --pods=N sizes stats-cost and stop-pod
+ *                                          stats-cost, stop-pod, cycles, logs); --pods=N sizes stats-cost and stop-pod
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
@@ -31,6 +31,7 @@ import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runt
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
 import { relistCost } from './relist-cost';
+import { cycles } from './cycles';
 import { pct } from './measure';
 
 // compiled to bench/dist/bench/bench.js
@@ -63,6 +64,12 @@ const loadSizesNow = {
   pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods),
 };
 const lifecyclePods = SMOKE ? 3 : 20;
+/** `--cycles=N`: the memory flatness section at another length. */
+const cycleSizes = {
+  cycles: Number(process.argv.find((a) => a.startsWith('--cycles='))?.slice('--cycles='.length) ?? (SMOKE ? 20 : 1000)),
+  parallel: 4,
+  statsEveryMs: SMOKE ? 2000 : 10_000,
+};
 
 type Row = [string, string, string, string];
 const rows: Row[] = [];
@@ -87,6 +94,15 @@ interface Daemon {
   /** Docker API requests crishim made so far, counted by the proxy it talks through. */
   dockerRequests(): number;
   closeProxy(): void;
+  /** Where the daemon writes its memory report on SIGUSR2 (src/memory-report.ts). */
+  memoryReport: string;
+}
+
+interface DaemonOptions {
+  /** Node flags before CRISHIM_BENCH_NODE_FLAGS (e.g. --expose-gc for the cycles section). */
+  nodeFlags?: string[];
+  /** The Docker socket the daemon drives (a private dockerd), else the one the bench measures. */
+  engine?: string;
 }
 
 /** Node flags on a script's `#!/usr/bin/env -S node <flags>` line. */
@@ -125,8 +141,8 @@ async function dockerProxy(socketPath: string, upstreamSocket: string): Promise<
   return { count: () => requests, close: () => server.close() };
 }
 
-/** `engine`: the Docker socket the daemon drives (a private dockerd), else the one the bench measures. */
-async function startDaemon(engine = dockerSocket()): Promise<Daemon> {
+async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
+  const engine = opts.engine ?? dockerSocket();
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-bench-'));
   const confDir = path.join(dir, 'net.d');
   await fsp.mkdir(confDir);
@@ -139,11 +155,13 @@ async function startDaemon(engine = dockerSocket()): Promise<Daemon> {
   const socket = path.join(dir, 'crishim.sock');
   const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'), engine);
   const main = path.join(REPO, 'dist', 'main.js');
+  const memoryReport = path.join(dir, 'memory-report.json');
   // run the daemon as its executable does: with the node flags of its #! line
   const proc = spawn(
     process.execPath,
     [
       ...shebangFlags(main),
+      ...(opts.nodeFlags ?? []),
       // e.g. CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
       ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
       main,
@@ -160,7 +178,7 @@ async function startDaemon(engine = dockerSocket()): Promise<Daemon> {
       '--log-format',
       'json',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CRISHIM_MEMORY_REPORT: memoryReport } },
   );
   let log = '';
   proc.stderr?.on('data', (c: Buffer) => (log += c.toString()));
@@ -182,7 +200,7 @@ async function startDaemon(engine = dockerSocket()): Promise<Daemon> {
   ) as unknown as ImageServiceClient;
   for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
   if (!existsSync(socket)) throw new Error(`crishim did not start; log: ${log}`);
-  return { proc, runtime, image, dir, dockerRequests: proxy.count, closeProxy: proxy.close };
+  return { proc, runtime, image, dir, dockerRequests: proxy.count, closeProxy: proxy.close, memoryReport };
 }
 
 function rpc<T>(d: Pick<Daemon, 'runtime'>, method: string, req: unknown): Promise<T> {
@@ -729,25 +747,71 @@ async function main(): Promise<void> {
     }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
     if (wanted('churn-restart'))
-      await churnAcrossRestarts((socket) => startDaemon(socket), docker, BUSYBOX, SMOKE ? 1 : 50, record);
+      await churnAcrossRestarts((engine) => startDaemon({ engine }), docker, BUSYBOX, SMOKE ? 1 : 50, record);
     if (wanted('stats-cost')) await statsCost(target, statsCostSizes, record);
     if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
   } finally {
     for (const c of clients) c.close();
-    d.proc.kill('SIGTERM');
-    d.runtime.close();
-    d.image.close();
-    d.closeProxy();
-    try {
-      execFileSync('ip', ['link', 'del', 'crishimbench0'], { stdio: 'ignore' });
-    } catch {
-      /* never created */
-    }
-    await fsp.rm(d.dir, { recursive: true, force: true });
+    await stopDaemon(d);
   }
+  // a daemon of its own, started with --expose-gc, so its figures do not depend on the sections before
+  if (wanted('cycles')) await cyclesSection();
   // --only without `logs` skips it: its full run holds the shared dockerd for minutes
   if (wanted('logs')) await logs();
   await report();
+}
+
+/** Stops a daemon from startDaemon (waiting for it to exit) and removes its bridge and files. */
+async function stopDaemon(d: Daemon): Promise<void> {
+  const exited = new Promise<void>((r) =>
+    d.proc.exitCode !== null || d.proc.signalCode !== null ? r() : d.proc.once('exit', () => r()),
+  );
+  d.proc.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  d.runtime.close();
+  d.image.close();
+  d.closeProxy();
+  try {
+    execFileSync('ip', ['link', 'del', 'crishimbench0'], { stdio: 'ignore' });
+  } catch {
+    /* never created */
+  }
+  await fsp.rm(d.dir, { recursive: true, force: true });
+}
+
+/** Heap used after a forced GC, from the daemon's SIGUSR2 report (src/memory-report.ts); undefined without --expose-gc. */
+async function heapUsedMiB(d: Daemon): Promise<number | undefined> {
+  await fsp.rm(d.memoryReport, { force: true });
+  d.proc.kill('SIGUSR2');
+  for (let i = 0; i < 100; i++) {
+    const text = await fsp.readFile(d.memoryReport, 'utf8').catch(() => '');
+    if (text) {
+      const r = JSON.parse(text) as { heapUsed: number; gc: boolean };
+      return r.gc ? r.heapUsed / 2 ** 20 : undefined;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return undefined;
+}
+
+async function cyclesSection(): Promise<void> {
+  const d = await startDaemon({ nodeFlags: ['--expose-gc'] });
+  try {
+    await cycles(
+      {
+        pid: d.proc.pid ?? 0,
+        call: <T>(method: string, req: unknown) => rpc<T>(d, method, req),
+        runPod: () => runPodWithApp(d, false),
+        removePod: (id) => removePod(d, id),
+        heapUsedMiB: () => heapUsedMiB(d),
+        leftovers: () => leftovers(d),
+      },
+      cycleSizes,
+      record,
+    );
+  } finally {
+    await stopDaemon(d);
+  }
 }
 
 async function report(): Promise<void> {

@@ -8,6 +8,13 @@ import { build } from 'esbuild';
 // instead of reaching the SEA require() (which warns on every start).
 const OPTIONAL_NATIVE = /^(bufferutil|utf-8-validate|cpu-features)$|\.node$/;
 
+// Transports crishim never uses, required at load by docker-modem (ssh2) and dockerode (BuildKit
+// session): stubbed as src/docker/unused-transports.ts does under node, so ssh2 stays out.
+const UNUSED_TRANSPORTS = [
+  { filter: /^\.\/ssh$/, importer: /docker-modem[\\/]lib[\\/]modem\.js$/ },
+  { filter: /^\.\/session$/, importer: /dockerode[\\/]lib[\\/]docker\.js$/ },
+];
+
 await build({
   entryPoints: ['dist/entry.js'],
   outfile: process.argv[2],
@@ -22,6 +29,15 @@ await build({
       name: 'absent-native-addons',
       setup(b) {
         b.onResolve({ filter: OPTIONAL_NATIVE }, (a) => ({ path: a.path, namespace: 'absent' }));
+        for (const u of UNUSED_TRANSPORTS) {
+          b.onResolve({ filter: u.filter }, (a) =>
+            u.importer.test(a.importer) ? { path: a.path, namespace: 'unused' } : undefined,
+          );
+        }
+        b.onLoad({ filter: /.*/, namespace: 'unused' }, (a) => ({
+          contents: `module.exports = () => { throw new Error(${JSON.stringify(`crishim: ${a.path} is not used`)}); };`,
+          loader: 'js',
+        }));
         b.onLoad({ filter: /.*/, namespace: 'absent' }, (a) => ({
           contents: `throw new Error(${JSON.stringify(`${a.path} is not part of the crishim executable`)});`,
           loader: 'js',

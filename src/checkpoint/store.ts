@@ -1,9 +1,9 @@
 import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import Ajv from 'ajv';
 import type { Logger } from '../logging/logger';
 import { assetPath, readAsset } from '../assets';
+import { compileSchemaCheck } from './schema-check';
 
 export interface CheckpointPortMapping {
   protocol: string;
@@ -60,8 +60,8 @@ const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR', 'ENOMEM']);
 /** cri-dockerd names its checkpoint files by the bare sandbox id. */
 const LEGACY = /^[0-9a-f]{64}$/;
 export const SCHEMA_PATH = assetPath('checkpoints/sandbox-checkpoint.v1.schema.json');
-const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(
-  JSON.parse(readAsset('checkpoints/sandbox-checkpoint.v1.schema.json')) as object,
+const schemaErrors = compileSchemaCheck(
+  JSON.parse(readAsset('checkpoints/sandbox-checkpoint.v1.schema.json')) as Record<string, unknown>,
 );
 
 export function checksumOf(cp: Omit<SandboxCheckpoint, 'checksum'>): string {
@@ -163,11 +163,9 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
         await setAside(file, `not JSON: ${(err as Error).message}`);
         return undefined;
       }
-      if (!validate(parsed)) {
-        await setAside(
-          file,
-          `schema: ${validate.errors?.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')}`,
-        );
+      const violations = schemaErrors(parsed);
+      if (violations.length > 0) {
+        await setAside(file, `schema: ${violations.join('; ')}`);
         return undefined;
       }
       const cp = parsed as unknown as SandboxCheckpoint;

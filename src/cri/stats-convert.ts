@@ -61,9 +61,24 @@ function cpu(ts: string, u: CgroupUsage, nanoCores: number | undefined): NonNull
   return { timestamp: ts, usage_core_nano_seconds: u64(u.cpuUsageNanos ?? 0n), usage_nano_cores: u64(nanoCores) };
 }
 
+/**
+ * One attributes object per listed container or sandbox (those are kept per state-view entry):
+ * the stats serializer keeps each one's encoded bytes (server/stats-encoding.ts).
+ */
+type Attributes<X> = Pick<X, Extract<'id' | 'metadata' | 'labels' | 'annotations', keyof X>>;
+const attributes = new WeakMap<CriContainer | CriSandbox, Attributes<CriContainer | CriSandbox>>();
+function attributesOf<X extends CriContainer | CriSandbox>(x: X): Attributes<X> {
+  let a = attributes.get(x);
+  if (!a) {
+    a = { id: x.id, metadata: x.metadata, labels: x.labels, annotations: x.annotations };
+    attributes.set(x, a);
+  }
+  return a as Attributes<X>;
+}
+
 export function toContainerStats({ c, s }: ContainerView, mountpoint: string): CriContainerStats {
   return {
-    attributes: { id: c.id, metadata: c.metadata, labels: c.labels, annotations: c.annotations },
+    attributes: attributesOf(c),
     cpu: cpu(s.timestamp, s.usage, s.nanoCores),
     memory: memory(s.timestamp, s.usage),
     writable_layer: {
@@ -95,7 +110,7 @@ export function toNetwork(ts: string, ifaces: InterfaceUsage[] | undefined): Cri
 export function toPodStats(v: PodView, mountpoint: string): CriPodStats {
   const { sb, pod } = v;
   return {
-    attributes: { id: sb.id, metadata: sb.metadata, labels: sb.labels, annotations: sb.annotations },
+    attributes: attributesOf(sb),
     linux: {
       cpu: cpu(pod.timestamp, pod.usage, pod.nanoCores),
       memory: memory(pod.timestamp, pod.usage),

@@ -1,3 +1,4 @@
+import type * as Docker from '../docker/types';
 import type { RuntimeReq } from '../server/rpc';
 import { createStatsCollector, type StatsCollector } from '../stats/collector';
 import type { ServiceDeps } from '../service-deps';
@@ -29,7 +30,18 @@ export function createStatsViews(
   /** fs_id of writable layers: Docker's data root, from the cached `docker info`. */
   const mountpoint = (): string => deps.engine.current().dockerRootDir ?? '/var/lib/docker';
 
+  /**
+   * Inspect answers by id from the state view, handed to the collector with each target: with
+   * them it reads every container in one synchronous pass (no lookup, no await per container).
+   */
+  const inspects = async (): Promise<Map<string, Docker.ContainerInspectInfo>> => {
+    const out = new Map<string, Docker.ContainerInspectInfo>();
+    if (deps.state) for (const info of await deps.state.list()) out.set(info.Id, info);
+    return out;
+  };
+
   const containerViews = async (filter: ContainerFilter, signal: AbortSignal): Promise<ContainerView[]> => {
+    const infos = inspects();
     const containers = await listContainers(deps, {
       id: filter?.id ?? '',
       pod_sandbox_id: filter?.pod_sandbox_id ?? '',
@@ -38,8 +50,9 @@ export function createStatsViews(
     });
     const unfiltered = !filter?.id && !filter?.pod_sandbox_id && Object.keys(filter?.label_selector ?? {}).length === 0;
     if (unfiltered) collector.retain(new Set(containers.map((c) => c.id ?? '')), 'container');
+    const byId = await infos;
     const samples = await collector.containers(
-      containers.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING' })),
+      containers.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING', info: byId.get(c.id ?? '') })),
       signal,
     );
     return containers.map((c, i) => ({ c, s: samples[i] }));
@@ -48,9 +61,10 @@ export function createStatsViews(
   const podViews = async (filter: PodFilter, signal: AbortSignal): Promise<PodView[]> => {
     // a full sandbox id lets Docker filter the containers too
     const onePod = filter?.id?.length === 64 ? filter.id : '';
-    const [sandboxes, containers] = await Promise.all([
+    const [sandboxes, containers, byId] = await Promise.all([
       listSandboxes(deps, { id: filter?.id ?? '', label_selector: filter?.label_selector ?? {}, state: null }),
       listContainers(deps, { id: '', pod_sandbox_id: onePod, label_selector: {}, state: null }),
+      inspects(),
     ]);
     const unfiltered = !filter?.id && Object.keys(filter?.label_selector ?? {}).length === 0;
     if (unfiltered) {
@@ -60,7 +74,7 @@ export function createStatsViews(
     const wanted = new Set(sandboxes.map((s) => s.id));
     const mine = containers.filter((c) => wanted.has(c.pod_sandbox_id));
     const samples = await collector.containers(
-      mine.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING' })),
+      mine.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING', info: byId.get(c.id ?? '') })),
       signal,
     );
     const bySandbox = new Map<string, ContainerView[]>();
@@ -72,7 +86,7 @@ export function createStatsViews(
     const members = sandboxes.map((sb) => bySandbox.get(sb.id ?? '') ?? []);
     const pods = await collector.pods(
       sandboxes.map((sb, i) => ({
-        sandbox: { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY' },
+        sandbox: { id: sb.id ?? '', running: sb.state === 'SANDBOX_READY', info: byId.get(sb.id ?? '') },
         members: members[i].map((m) => m.s),
       })),
       signal,

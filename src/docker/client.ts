@@ -1,6 +1,8 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+// before dockerode: keeps its ssh and BuildKit code (never used here) from loading
+import './unused-transports';
 import Docker from 'dockerode';
 import type { Logger } from '../logging/logger';
 

@@ -4,7 +4,9 @@ import * as grpc from '@grpc/grpc-js';
 import { withAuthorityFix } from './authority-fix';
 import { wrapHandler, type HandlerOptions } from './call-handler';
 import { withCachedListEncoding } from './list-encoding';
-import { loadCriProto, MAX_MESSAGE_BYTES } from './proto';
+import { MAX_MESSAGE_BYTES } from './proto';
+import { criServiceDefinition } from './service-definitions';
+import { withStatsEncoding } from './stats-encoding';
 import type { ImageImpl, RuntimeImpl, StreamImpl, UnaryImpl } from './rpc';
 import { STREAMING_METHODS } from './rpc';
 import { activatedFd, prepareSocket, SD_LISTEN_FDS_START, socketPathOf } from './socket';
@@ -41,17 +43,14 @@ function buildService(
 }
 
 export function createGrpcServer(opts: CriServerOptions): grpc.Server {
-  const proto = loadCriProto();
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   });
-  const runtime = withCachedListEncoding(proto.runtime.v1.RuntimeService.service);
+  const runtime = withStatsEncoding(withCachedListEncoding(criServiceDefinition('RuntimeService')));
   server.addService(runtime, buildService(runtime, opts.runtime, opts));
-  server.addService(
-    proto.runtime.v1.ImageService.service,
-    buildService(proto.runtime.v1.ImageService.service, opts.image, opts),
-  );
+  const image = criServiceDefinition('ImageService');
+  server.addService(image, buildService(image, opts.image, opts));
   return server;
 }
 

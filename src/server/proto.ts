@@ -1,12 +1,12 @@
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import * as protobuf from 'protobufjs';
 import { assetPath, readAsset } from '../assets';
-import type { ProtoGrpcType } from '../generated/api';
 
-/** Same options as `npm run gen` gives proto-loader-gen-types, so the generated types match what arrives. */
-export const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: true,
+/**
+ * How messages turn into the plain objects handlers see, as @grpc/proto-loader (and so
+ * proto-loader-gen-types, `npm run gen`) delivers them: int64 as strings, enums as names,
+ * defaults filled in, oneof members named. keepCase acts at parse time (criProtoRoot).
+ */
+export const CONVERSION_OPTIONS: protobuf.IConversionOptions = {
   longs: String,
   enums: String,
   defaults: true,
@@ -16,7 +16,6 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 /** The proto in the checkout (tests load it with protobufjs directly). */
 export const PROTO_PATH = assetPath('proto/runtime/v1/api.proto');
 
-let cached: ProtoGrpcType | undefined;
 let parsedRoot: protobuf.Root | undefined;
 
 /**
@@ -30,14 +29,6 @@ export function criProtoRoot(): protobuf.Root {
     parsedRoot.resolveAll();
   }
   return parsedRoot;
-}
-
-export function loadCriProto(): ProtoGrpcType {
-  if (!cached) {
-    const def = protoLoader.fromJSON(criProtoRoot().toJSON(), LOADER_OPTIONS);
-    cached = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  }
-  return cached;
 }
 
 /** The kubelet's limit for CRI messages (16 MiB): large ListContainers answers must fit. */

@@ -1,4 +1,4 @@
-import { promises as fsp, readdirSync } from 'fs';
+import { readdirSync, statSync } from 'fs';
 import { readTextSync } from './files';
 import * as path from 'path';
 
@@ -42,43 +42,46 @@ export function keyPath(cg: CgroupPaths): string | undefined {
   return cg.version === 2 ? cg.paths.get('') : (cg.paths.get('memory') ?? cg.paths.get('cpuacct'));
 }
 
-/** v1 hierarchies may be co-mounted (`cpu,cpuacct`); which directory holds a controller does not change, so it is remembered. */
-const mountCache = new Map<string, Promise<string>>();
+/**
+ * v1 hierarchies may be co-mounted (`cpu,cpuacct`); which directory holds a controller does not
+ * change, so it is found once (a stat or two, synchronous: stats read cgroup files on one pass).
+ */
+const mountCache = new Map<string, string>();
 
-function v1Mount(root: string, controller: string): Promise<string> {
+function v1Mount(root: string, controller: string): string {
   const key = `${root}\0${controller}`;
   let hit = mountCache.get(key);
-  if (!hit) {
-    hit = (async () => {
-      for (const candidate of [controller, 'cpu,cpuacct', 'cpuacct,cpu']) {
-        if (!candidate.split(',').includes(controller)) continue;
-        const dir = path.join(root, candidate);
-        if (
-          await fsp.stat(dir).then(
-            () => true,
-            () => false,
-          )
-        )
-          return dir;
+  if (hit === undefined) {
+    hit = path.join(root, controller);
+    for (const candidate of [controller, 'cpu,cpuacct', 'cpuacct,cpu']) {
+      if (!candidate.split(',').includes(controller)) continue;
+      const dir = path.join(root, candidate);
+      if (statSync(dir, { throwIfNoEntry: false })) {
+        hit = dir;
+        break;
       }
-      return path.join(root, controller);
-    })();
+    }
     mountCache.set(key, hit);
   }
   return hit;
 }
 
 /** Directory of one controller's cgroup (v1), or the unified directory whatever `controller` is (v2). */
-export async function controllerDir(cg: CgroupPaths, controller: string, root = DEFAULT_CGROUP_ROOT): Promise<string> {
+export function controllerDirSync(cg: CgroupPaths, controller: string, root = DEFAULT_CGROUP_ROOT): string {
   if (cg.version === 2) return path.join(root, cg.paths.get('') ?? '/');
-  return path.join(await v1Mount(root, controller), cg.paths.get(controller) ?? '/');
+  return path.join(v1Mount(root, controller), cg.paths.get(controller) ?? '/');
+}
+
+/** The same, for callers that await it. */
+export async function controllerDir(cg: CgroupPaths, controller: string, root = DEFAULT_CGROUP_ROOT): Promise<string> {
+  return controllerDirSync(cg, controller, root);
 }
 
 /** Names of the child cgroups of a cgroup (in the memory hierarchy on v1). */
-export async function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<string[] | undefined> {
+export function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): string[] | undefined {
   try {
     // a cgroupfs directory: read synchronously, as the files (see files.ts)
-    const entries = readdirSync(await controllerDir(cg, 'memory', root), { withFileTypes: true });
+    const entries = readdirSync(controllerDirSync(cg, 'memory', root), { withFileTypes: true });
     return entries.filter((e) => e.isDirectory()).map((e) => e.name);
   } catch {
     return undefined;
@@ -86,10 +89,7 @@ export async function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT):
 }
 
 /** Reads /proc/<pid>/cgroup; undefined when the process is gone. */
-export async function readProcCgroup(
-  pid: number,
-  proc = '/proc',
-): Promise<{ text: string; paths: CgroupPaths } | undefined> {
+export function readProcCgroup(pid: number, proc = '/proc'): { text: string; paths: CgroupPaths } | undefined {
   const text = readTextSync(path.join(proc, String(pid), 'cgroup'));
   return text === undefined ? undefined : { text, paths: parseProcCgroup(text) };
 }

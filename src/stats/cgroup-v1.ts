@@ -1,7 +1,7 @@
 import * as path from 'path';
-import { controllerDir, DEFAULT_CGROUP_ROOT, type CgroupPaths } from './cgroup-path';
+import { controllerDirSync, DEFAULT_CGROUP_ROOT, type CgroupPaths } from './cgroup-path';
 import { countLines, keyedValue, readBigInt, readNumber, readText } from './files';
-import { realLimit, workingSet, type CgroupUsage } from './usage';
+import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
 /**
  * cgroup v1: one hierarchy per controller. memory.stat's `total_*` keys include
@@ -19,20 +19,22 @@ interface V1Files {
   procs: string;
 }
 
-async function v1Files(cg: CgroupPaths, root: string): Promise<V1Files> {
-  const [cpuDir, memDir, pidsDir] = await Promise.all([
-    controllerDir(cg, 'cpuacct', root),
-    controllerDir(cg, 'memory', root),
-    controllerDir(cg, 'pids', root),
-  ]);
-  return {
-    cpu: path.join(cpuDir, 'cpuacct.usage'),
-    usage: path.join(memDir, 'memory.usage_in_bytes'),
-    limit: path.join(memDir, 'memory.limit_in_bytes'),
-    stat: path.join(memDir, 'memory.stat'),
-    pids: path.join(pidsDir, 'pids.current'),
-    procs: path.join(cpuDir, 'cgroup.procs'),
-  };
+function v1Files(cg: CgroupPaths, root: string): V1Files {
+  let f = root === DEFAULT_CGROUP_ROOT ? filesOf.get(cg) : undefined;
+  if (!f) {
+    const cpuDir = controllerDirSync(cg, 'cpuacct', root);
+    const memDir = controllerDirSync(cg, 'memory', root);
+    f = {
+      cpu: path.join(cpuDir, 'cpuacct.usage'),
+      usage: path.join(memDir, 'memory.usage_in_bytes'),
+      limit: path.join(memDir, 'memory.limit_in_bytes'),
+      stat: path.join(memDir, 'memory.stat'),
+      pids: path.join(controllerDirSync(cg, 'pids', root), 'pids.current'),
+      procs: path.join(cpuDir, 'cgroup.procs'),
+    };
+    if (root === DEFAULT_CGROUP_ROOT) filesOf.set(cg, f);
+  }
+  return f;
 }
 
 /** memory.stat's hierarchical key, else the cgroup's own (keys end with the separator, see keyedValue). */
@@ -40,22 +42,24 @@ function pick(stat: string | undefined, key: string): number | undefined {
   return keyedValue(stat, `total_${key} `) ?? keyedValue(stat, `${key} `);
 }
 
-export async function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Promise<CgroupUsage> {
-  let f = root === DEFAULT_CGROUP_ROOT ? filesOf.get(cg) : undefined;
-  if (!f) {
-    f = await v1Files(cg, root);
-    if (root === DEFAULT_CGROUP_ROOT) filesOf.set(cg, f);
-  }
+/** Tasks in the cgroup: pids.current, else the processes of cgroup.procs. */
+export function readV1Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
+  const f = v1Files(cg, root);
+  return readNumber(f.pids) ?? countLines(f.procs);
+}
+
+export function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: UsageWanted = {}): CgroupUsage {
+  const f = v1Files(cg, root);
   const usage = readNumber(f.usage);
   const stat = readText(f.stat);
   return {
     cpuUsageNanos: readBigInt(f.cpu),
     memoryUsage: usage,
-    memoryLimit: realLimit(readNumber(f.limit)),
+    memoryLimit: want.limit === false ? undefined : realLimit(readNumber(f.limit)),
     workingSet: workingSet(usage, pick(stat, 'inactive_file')),
     rss: pick(stat, 'rss'),
     pageFaults: pick(stat, 'pgfault'),
     majorPageFaults: pick(stat, 'pgmajfault'),
-    pids: readNumber(f.pids) ?? countLines(f.procs),
+    pids: want.pids === false ? undefined : readV1Pids(cg, root),
   };
 }

@@ -4,11 +4,10 @@ import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
 import { readNetDev, type InterfaceUsage } from './netdev';
 import { readPodUsage } from './pod-usage';
-import { mapLimit } from './pool';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
 import type { PodSample, Sample, Target, TargetKind } from './sample';
-import { readSample, type SampleSources } from './sampler';
+import { readSample, readSampleNow, type SampleSources } from './sampler';
 import { readSettled, sleep } from './settle';
 import { createLayerUsageCache } from './writable-layer';
 
@@ -78,8 +77,20 @@ export function createStatsCollector(
     recent.put(t, s);
     return s;
   };
+  /** The synchronous path: the steady state, where the caller hands each target's inspect answer over. */
+  const now = (t: Target, kind: TargetKind): Sample | undefined => {
+    const reused = recent.get(t);
+    if (reused) return reused;
+    const s = readSampleNow(src, t, kind);
+    if (s) {
+      kinds.set(t.id, kind);
+      recent.put(t, s);
+    }
+    return s;
+  };
   const settled = (targets: Target[], kind: TargetKind, signal?: AbortSignal): Promise<Sample[]> =>
     readSettled(targets, {
+      readNow: (t) => now(t, kind),
       read: (t) => {
         const reused = recent.get(t);
         return reused ? Promise.resolve(reused) : fresh(t, kind);
@@ -99,16 +110,14 @@ export function createStatsCollector(
       signal,
     );
     const firstSight = list.map((p) => p.sandbox.running && !src.rates.has(`pod:${p.sandbox.id}`));
-    const out = await mapLimit(list, concurrency, (p, i) => readPodUsage(podSources, p.sandbox, pauses[i], p.members));
+    const out = list.map((p, i) => readPodUsage(podSources, p.sandbox, pauses[i], p.members));
     // a pod cgroup read for the first time has no CPU rate yet: one more look, as for containers
     const again = list
       .map((_, i) => i)
       .filter((i) => firstSight[i] && out[i].source === 'pod-cgroup' && out[i].nanoCores === undefined);
     if (again.length > 0 && settleMs > 0) {
       await sleep(settleMs, signal);
-      await mapLimit(again, concurrency, async (i) => {
-        out[i] = await readPodUsage(podSources, list[i].sandbox, pauses[i], list[i].members);
-      });
+      for (const i of again) out[i] = readPodUsage(podSources, list[i].sandbox, pauses[i], list[i].members);
     }
     list.forEach(({ sandbox }, i) => {
       if (!sandbox.running || sources.get(sandbox.id) === out[i].source) return;

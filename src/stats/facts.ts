@@ -3,6 +3,10 @@ import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { isNotFound } from '../errors';
 import { readProcCgroup, type CgroupPaths } from './cgroup-path';
+import type { Target } from './sample';
+
+/** peek()'s answer when facts need an asynchronous lookup. */
+export const MISS = Symbol('facts miss');
 
 /** What stats need about a container beyond Docker's list answer; learnt from one inspect, then cached. */
 export interface ContainerFacts {
@@ -31,6 +35,11 @@ export interface FactsCache {
    * (first sight, restart, pid gone).
    */
   resolve(id: string, running: boolean): Promise<ContainerFacts | undefined>;
+  /**
+   * The same without waiting, when it can be told synchronously (the target carries its
+   * inspect answer, or cached facts are still current); MISS when only resolve() can tell.
+   */
+  peek(t: Target): ContainerFacts | undefined | typeof MISS;
   forget(keep: (id: string) => boolean): void;
 }
 
@@ -58,7 +67,7 @@ export function createFactsCache(
       return undefined;
     }
     const pid = info.State.Running ? info.State.Pid : 0;
-    const read = pid > 0 ? await readProcCgroup(pid, proc) : undefined;
+    const read = pid > 0 ? readProcCgroup(pid, proc) : undefined;
     const facts = factsOf(info, pid, read);
     cache.set(id, facts);
     return facts;
@@ -77,6 +86,13 @@ export function createFactsCache(
   };
 
   return {
+    peek({ id, running }) {
+      const known = cache.get(id);
+      if (!known) return MISS;
+      if (!running) return { ...known, pid: 0, cgroup: undefined };
+      if (known.pid > 0 && readProcCgroup(known.pid, proc)?.text === known.cgroupText) return known;
+      return MISS;
+    },
     async resolve(id, running) {
       const known = cache.get(id);
       if (!running) {
@@ -86,7 +102,7 @@ export function createFactsCache(
         return f && { ...f, pid: 0, cgroup: undefined };
       }
       if (known && known.pid > 0) {
-        const now = await readProcCgroup(known.pid, proc);
+        const now = readProcCgroup(known.pid, proc);
         if (now && now.text === known.cgroupText) return known;
       }
       return learnOnce(id);
@@ -121,7 +137,18 @@ function factsOf(
 function createViewFacts(view: CurrentInspects, logger: Logger, proc: string): FactsCache {
   /** Per container: the process start the paths were read for, and the facts. */
   const cache = new Map<string, { startedAt: string; facts: ContainerFacts }>();
+  const factsFor = (id: string, running: boolean, info: Docker.ContainerInspectInfo): ContainerFacts => {
+    const pid = running && info.State.Running ? info.State.Pid : 0;
+    const known = cache.get(id);
+    if (known && known.startedAt === info.State.StartedAt && known.facts.pid === pid) return known.facts;
+    const read = pid > 0 ? readProcCgroup(pid, proc) : undefined;
+    const facts = factsOf(info, pid, read);
+    // a process that vanished between the inspect and the read is not remembered
+    if (pid === 0 || read) cache.set(id, { startedAt: info.State.StartedAt, facts });
+    return facts;
+  };
   return {
+    peek: (t) => (t.info ? factsFor(t.id, t.running, t.info) : MISS),
     async resolve(id, running) {
       let info: Docker.ContainerInspectInfo | undefined;
       try {
@@ -133,14 +160,7 @@ function createViewFacts(view: CurrentInspects, logger: Logger, proc: string): F
         cache.delete(id);
         return undefined;
       }
-      const pid = running && info.State.Running ? info.State.Pid : 0;
-      const known = cache.get(id);
-      if (known && known.startedAt === info.State.StartedAt && known.facts.pid === pid) return known.facts;
-      const read = pid > 0 ? await readProcCgroup(pid, proc) : undefined;
-      const facts = factsOf(info, pid, read);
-      // a process that vanished between the inspect and the read is not remembered
-      if (pid === 0 || read) cache.set(id, { startedAt: info.State.StartedAt, facts });
-      return facts;
+      return factsFor(id, running, info);
     },
     forget(keep) {
       for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);

@@ -25,7 +25,7 @@ export function parseNetDev(text: string): InterfaceUsage[] {
   return out;
 }
 
-export async function readNetDev(pid: number, proc = '/proc'): Promise<InterfaceUsage[] | undefined> {
+export function readNetDev(pid: number, proc = '/proc'): InterfaceUsage[] | undefined {
   const text = readTextOnce(`${proc}/${pid}/net/dev`);
   return text === undefined ? undefined : parseNetDev(text);
 }

@@ -1,5 +1,5 @@
 import { childCgroups, keyPath, parentCgroup, type CgroupPaths } from './cgroup-path';
-import { readCgroupUsage } from './cgroup';
+import { readCgroupPids, readCgroupUsage } from './cgroup';
 import { readNetDev } from './netdev';
 import type { RateTracker } from './rate';
 import { wallNanos, type PodSample, type Sample, type Target } from './sample';
@@ -35,11 +35,7 @@ export function sumUsage(all: readonly CgroupUsage[]): CgroupUsage {
  * parent (/docker, system.slice) is shared by all containers, so there the
  * pod is the sum of its containers.
  */
-export async function findPodCgroup(
-  pause: Sample,
-  members: readonly Sample[],
-  root: string,
-): Promise<CgroupPaths | undefined> {
+export function findPodCgroup(pause: Sample, members: readonly Sample[], root: string): CgroupPaths | undefined {
   const pf = pause.facts;
   if (!pf?.cgroup || !pf.cgroupParent) return undefined;
   const parent = parentCgroup(pf.cgroup);
@@ -49,7 +45,7 @@ export async function findPodCgroup(
     if (m.facts?.cgroup && keyPath(parentCgroup(m.facts.cgroup)) !== parentKey) return undefined;
   }
   const ids = [pause.id, ...members.map((m) => m.id)];
-  const children = await childCgroups(parent, root);
+  const children = childCgroups(parent, root);
   if (!children || !children.every((c) => ids.some((id) => c.includes(id)))) return undefined;
   return parent;
 }
@@ -65,23 +61,24 @@ export interface PodSources {
  * cgroup when it has one, else their sum; the network from the pause process's
  * netns, read once per pod.
  */
-export async function readPodUsage(
-  src: PodSources,
-  sandbox: Target,
-  pause: Sample,
-  members: readonly Sample[],
-): Promise<PodSample> {
+export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, members: readonly Sample[]): PodSample {
   const running = members.filter((m) => m.facts?.cgroup);
-  const cg = sandbox.running ? await findPodCgroup(pause, running, src.cgroupRoot) : undefined;
+  const cg = sandbox.running ? findPodCgroup(pause, running, src.cgroupRoot) : undefined;
   const timestamp = wallNanos();
   const pf = pause.facts;
-  const network =
-    sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? await readNetDev(pf.pid, src.procRoot) : undefined;
+  const network = sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? readNetDev(pf.pid, src.procRoot) : undefined;
   const all = [pause, ...members];
   const summed = sumUsage(all.map((s) => s.usage));
+  // a container read for ListContainerStats has no process count: read it now
+  let pids: number | undefined;
+  for (const s of all) {
+    const n = s.usage.pids ?? (s.facts?.cgroup ? readCgroupPids(s.facts.cgroup, src.cgroupRoot) : undefined);
+    if (n !== undefined) pids = (pids ?? 0) + n;
+  }
+  summed.pids = pids;
   if (cg) {
     // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
-    const usage = { ...(await readCgroupUsage(cg, src.cgroupRoot)), pids: summed.pids };
+    const usage = { ...readCgroupUsage(cg, src.cgroupRoot, { pids: false }), pids };
     const nanoCores =
       usage.cpuUsageNanos !== undefined
         ? src.rates.observe(`pod:${sandbox.id}`, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })

@@ -1,3 +1,4 @@
+import type * as Docker from '../docker/types';
 import type { ContainerFacts } from './facts';
 import type { InterfaceUsage } from './netdev';
 import type { CgroupUsage } from './usage';
@@ -6,6 +7,11 @@ import type { CgroupUsage } from './usage';
 export interface Target {
   id: string;
   running: boolean;
+  /**
+   * The state view's inspect answer, when the caller listed from it: facts are then worked
+   * out without another lookup, and a container is read without a single await.
+   */
+  info?: Docker.ContainerInspectInfo;
 }
 
 export type TargetKind = 'container' | 'sandbox';

@@ -1,8 +1,9 @@
 import type { Logger } from '../logging/logger';
 import { readCgroupUsage } from './cgroup';
-import type { FactsCache } from './facts';
+import { MISS, type ContainerFacts, type FactsCache } from './facts';
 import type { RateTracker } from './rate';
 import { wallNanos, type Sample, type Target, type TargetKind } from './sample';
+import type { UsageWanted } from './usage';
 import type { LayerUsageCache } from './writable-layer';
 
 /** What reading one container takes: where its facts, CPU history and layer sizes are kept. */
@@ -14,15 +15,17 @@ export interface SampleSources {
   logger: Logger;
 }
 
+/** A pause container's limit is reported nowhere; a container's process count only in pod totals (read there). */
+const WANTED: Record<TargetKind, UsageWanted> = { container: { pids: false }, sandbox: { limit: false } };
+
 /**
- * One reading of one container: its cgroup files, the CPU rate since its previous
- * reading, and the last finished walk of its writable layer (never waited for: a
- * container seen for the first time reports no layer usage until the walk is done).
+ * One reading of one container whose facts are known: its cgroup files, the CPU rate since
+ * its previous reading, and the last finished walk of its writable layer (never waited for:
+ * a container seen for the first time reports no layer usage until the walk is done).
  */
-export async function readSample(src: SampleSources, t: Target, kind: TargetKind): Promise<Sample> {
-  const f = await src.facts.resolve(t.id, t.running);
+export function sampleWith(src: SampleSources, t: Target, kind: TargetKind, f: ContainerFacts | undefined): Sample {
   const timestamp = wallNanos();
-  const usage = f?.cgroup ? await readCgroupUsage(f.cgroup, src.cgroupRoot) : {};
+  const usage = f?.cgroup ? readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]) : {};
   const nanoCores =
     usage.cpuUsageNanos !== undefined
       ? src.rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })
@@ -36,4 +39,15 @@ export async function readSample(src: SampleSources, t: Target, kind: TargetKind
     if (layer) writable = { bytes: layer.bytes, inodes: layer.inodes };
   }
   return { id: t.id, timestamp, usage, nanoCores, writable, facts: f };
+}
+
+/** A reading without waiting, or undefined when the facts need an asynchronous lookup first. */
+export function readSampleNow(src: SampleSources, t: Target, kind: TargetKind): Sample | undefined {
+  const f = src.facts.peek(t);
+  return f === MISS ? undefined : sampleWith(src, t, kind, f);
+}
+
+/** One reading of one container, looking its facts up when they are not at hand. */
+export async function readSample(src: SampleSources, t: Target, kind: TargetKind): Promise<Sample> {
+  return readSampleNow(src, t, kind) ?? sampleWith(src, t, kind, await src.facts.resolve(t.id, t.running));
 }

@@ -26,3 +26,13 @@ export function workingSet(usage: number | undefined, inactiveFile: number | und
   if (usage === undefined) return undefined;
   return Math.max(0, usage - (inactiveFile ?? 0));
 }
+
+/**
+ * Files a reading may skip (each is a syscall, at hundreds of containers per call): nothing
+ * reports a pause container's own limit, and ListContainerStats reports no process counts
+ * (pod totals read them when they need them, see pod-usage.ts). Both default to read.
+ */
+export interface UsageWanted {
+  limit?: boolean;
+  pids?: boolean;
+}

@@ -55,4 +55,12 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   );
   expect(out).toMatch(/logs: 4 chatty containers .*\| all exactly once, spread [\d.]+ s/);
   expect(out).toMatch(/daemon RSS idle \/ after 20 create\+remove cycles \(quarters: [\d., ]+ MiB\)/);
+  // memory flatness over pod churn: RSS and heap after a forced GC at each mark, every cycle clean
+  expect(out).toMatch(
+    /cycles: 20 pod create\/remove cycles, 4 in parallel \(\d+ s\): RSS at cycle 0 \/ 2 \/ 10 \/ 20 +\| [\d.]+ \/ [\d.]+ \/ [\d.]+ \/ [\d.]+ MiB .*\| flat: growth <= 10% after warm-up: -?[\d.]+ %/,
+  );
+  expect(out).toMatch(
+    /cycles: .*heap used after a forced GC at cycle 0 \/ 2 \/ 10 \/ 20 +\| [\d.]+ \/ [\d.]+ \/ [\d.]+ \/ [\d.]+ MiB/,
+  );
+  expect(out).toMatch(/cycles: .*failed cycles \/ leftovers \/ background call errors +\| 0 \/ 0 \/ 0 +\| - +\| ok/);
 });

@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import Docker from 'dockerode';
-import { loadCriProto } from '../../src/server/proto';
+import { loadCriProto } from '../support/cri-proto';
 import type { RuntimeServiceClient } from '../../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../../src/generated/runtime/v1/ImageService';
 

@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import { call, REPO } from './harness';
-import { loadCriProto } from '../../src/server/proto';
+import { loadCriProto } from '../support/cri-proto';
 import type { RuntimeServiceClient } from '../../src/generated/runtime/v1/RuntimeService';
 
 jest.setTimeout(60_000);

@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { cachedListSerializer, withCachedListEncoding } from '../../src/server/list-encoding';
-import { criProtoRoot, loadCriProto } from '../../src/server/proto';
+import { criProtoRoot } from '../../src/server/proto';
+import { loadCriProto } from '../support/cri-proto';
 
 const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
 

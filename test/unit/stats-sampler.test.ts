@@ -3,7 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { createLogger } from '../../src/logging/logger';
 import { parseProcCgroup } from '../../src/stats/cgroup-path';
-import type { ContainerFacts, FactsCache } from '../../src/stats/facts';
+import { MISS, type ContainerFacts, type FactsCache } from '../../src/stats/facts';
 import { closeCgroupFiles } from '../../src/stats/files';
 import { createRateTracker } from '../../src/stats/rate';
 import { readSample, type SampleSources } from '../../src/stats/sampler';
@@ -19,7 +19,11 @@ afterEach(async () => {
 });
 
 function sources(facts: Map<string, ContainerFacts>, walked: string[]): SampleSources {
-  const factsCache: FactsCache = { resolve: async (id) => facts.get(id), forget: () => undefined };
+  const factsCache: FactsCache = {
+    resolve: async (id) => facts.get(id),
+    peek: () => MISS,
+    forget: () => undefined,
+  };
   const layers: LayerUsageCache = {
     get: async () => ({ bytes: 0, inodes: 0, truncated: false }),
     latest: (key) => {
