@@ -46,6 +46,16 @@ function emit(s: PassThrough, id: string, action: string, timeNano: number, labe
   );
 }
 
+/** What the hub needs besides Docker: a silent logger, no checkpoints. */
+function hubDeps(api: unknown): ServiceDeps {
+  return {
+    docker: api,
+    logger: winston.createLogger({ silent: true }),
+    checkpoints: { list: async () => [], read: async () => undefined },
+    config: { rootDirectory: '/nonexistent' },
+  } as unknown as ServiceDeps;
+}
+
 async function until(check: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!check()) {
@@ -57,12 +67,7 @@ async function until(check: () => boolean, what: string): Promise<void> {
 describe('event hub, first subscriber', () => {
   it('reports a container created while the first list was under way', async () => {
     const { state, api } = fakeDocker();
-    const deps = {
-      docker: api,
-      logger: winston.createLogger({ silent: true }),
-      checkpoints: { list: async () => [], read: async () => undefined },
-      config: { rootDirectory: '/nonexistent' },
-    } as unknown as ServiceDeps;
+    const deps = hubDeps(api);
     // a slow engine: its clock reads 200 ms later than when the subscriber came, and by then
     // a container created 100 ms after the subscriber is already in the list
     api.info = async () => {
@@ -85,12 +90,7 @@ describe('event hub, first subscriber', () => {
 describe('event hub across a docker restart', () => {
   it('emits what changed while disconnected, before live events, without replayed duplicates', async () => {
     const { state, api } = fakeDocker();
-    const deps = {
-      docker: api,
-      logger: winston.createLogger({ silent: true }),
-      checkpoints: { list: async () => [], read: async () => undefined },
-      config: { rootDirectory: '/nonexistent' },
-    } as unknown as ServiceDeps;
+    const deps = hubDeps(api);
     state.list = [
       { Id: 'p1', State: 'running', Labels: podLabels },
       { Id: 'c1', State: 'running', Labels: ctrLabels },
@@ -134,12 +134,7 @@ describe('event hub across a docker restart', () => {
 
   it('delivers, once and in order, the replayed events of a container that came and went while disconnected', async () => {
     const { state, api } = fakeDocker();
-    const deps = {
-      docker: api,
-      logger: winston.createLogger({ silent: true }),
-      checkpoints: { list: async () => [], read: async () => undefined },
-      config: { rootDirectory: '/nonexistent' },
-    } as unknown as ServiceDeps;
+    const deps = hubDeps(api);
     state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
     const hub = createEventHub(deps);
     const sub = hub.subscribe();
@@ -200,12 +195,7 @@ describe('event hub across a docker restart', () => {
       if (down) throw refused();
       return id === 'c1' ? (c1 as unknown as Awaited<ReturnType<typeof api.findContainer>>) : undefined;
     };
-    const deps = {
-      docker: api,
-      logger: winston.createLogger({ silent: true }),
-      checkpoints: { list: async () => [], read: async () => undefined },
-      config: { rootDirectory: '/nonexistent' },
-    } as unknown as ServiceDeps;
+    const deps = hubDeps(api);
     state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
     const hub = createEventHub(deps);
     const sub = hub.subscribe();
@@ -229,12 +219,7 @@ describe('event hub across a docker restart', () => {
 
   it('does not report twice a change the reconnect list showed whose event dockerd stamped after the list', async () => {
     const { state, api } = fakeDocker();
-    const deps = {
-      docker: api,
-      logger: winston.createLogger({ silent: true }),
-      checkpoints: { list: async () => [], read: async () => undefined },
-      config: { rootDirectory: '/nonexistent' },
-    } as unknown as ServiceDeps;
+    const deps = hubDeps(api);
     state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
     const hub = createEventHub(deps);
     const sub = hub.subscribe();

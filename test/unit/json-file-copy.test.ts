@@ -188,14 +188,19 @@ describe('json-file copy loop', () => {
     expect(saved?.cri.size).toBe((await fsp.stat(cri)).size);
   });
 
-  it('is woken by a write to the log directory instead of waiting for its next poll', async () => {
-    await fsp.writeFile(json, lines(1, 10));
-    const file = new CriLogFile(cri);
+  /** A copy whose timers all wait a minute: within a test only the directory watch wakes it. */
+  const sleepyCopy = (file: CriLogFile) => {
     const minute = 60_000;
-    const c = startJsonFileCopy({
+    return startJsonFileCopy({
       ...{ containerId: 'c', jsonPath: json, file, positions: store, isRunning: async () => running, log: silent },
       ...{ idleMinMs: minute, pauseMaxMs: minute, idleMaxMs: minute, watchedIdleMs: minute, exitCheckMs: minute },
     });
+  };
+
+  it('is woken by a write to the log directory instead of waiting for its next poll', async () => {
+    await fsp.writeFile(json, lines(1, 10));
+    const file = new CriLogFile(cri);
+    const c = sleepyCopy(file);
     try {
       const until = async (n: number): Promise<void> => {
         const deadline = Date.now() + 3000;
@@ -220,11 +225,7 @@ describe('json-file copy loop', () => {
   it('ends soon after the container stopped: Docker writing its state in the directory wakes the check', async () => {
     await fsp.writeFile(json, lines(1, 5));
     const file = new CriLogFile(cri);
-    const minute = 60_000;
-    const c = startJsonFileCopy({
-      ...{ containerId: 'c', jsonPath: json, file, positions: store, isRunning: async () => running, log: silent },
-      ...{ idleMinMs: minute, pauseMaxMs: minute, idleMaxMs: minute, watchedIdleMs: minute, exitCheckMs: minute },
-    });
+    const c = sleepyCopy(file);
     try {
       await new Promise((r) => setTimeout(r, 200));
       running = false;
