@@ -1,5 +1,3 @@
-import { Duplex } from 'stream';
-import type * as net from 'net';
 import * as hpack from 'hpack.js';
 
 /**
@@ -14,12 +12,16 @@ import * as hpack from 'hpack.js';
  * decides: valid there, and the connection passes through untouched from then
  * on (no HPACK work per call for well-formed clients); otherwise every block of
  * the connection is rewritten.
+ *
+ * accept-connection.ts decides per connection whether the shim is needed at all.
  */
 
 const PREFACE_LENGTH = 24;
 const FRAME_HEADER = 9;
 const HEADERS = 0x1;
+const SETTINGS = 0x4;
 const CONTINUATION = 0x9;
+const ACK = 0x1;
 const END_STREAM = 0x1;
 const END_HEADERS = 0x4;
 const PADDED = 0x8;
@@ -68,6 +70,17 @@ export class AuthorityRewriter {
   };
   /** Undecided until the first header block ends; then every byte is passed on as is, or every block rewritten. */
   private mode: 'undecided' | 'passthrough' | 'rewrite' = 'undecided';
+  /** Set while the client still owes the ACK of a SETTINGS frame the server side sent before nghttp2 (accept-connection.ts). */
+  private ownAckPending: boolean;
+
+  constructor(opts: { ownSettingsSent?: boolean } = {}) {
+    this.ownAckPending = opts.ownSettingsSent ?? false;
+  }
+
+  /** How the connection was decided, once its first header block has passed and nothing is held back. */
+  get decision(): 'undecided' | 'passthrough' | 'rewrite' {
+    return this.ownAckPending ? 'undecided' : this.mode;
+  }
 
   /** The first `n` queued bytes (n <= queued), joining chunks only when one is too short. */
   private peek(n: number): Buffer {
@@ -87,7 +100,7 @@ export class AuthorityRewriter {
 
   /** Feeds bytes from the client; returns the bytes to hand to the server. */
   push(chunk: Buffer): Buffer {
-    if (this.mode === 'passthrough' && this.queued === 0) return chunk;
+    if (this.mode === 'passthrough' && !this.ownAckPending && this.queued === 0) return chunk;
     if (chunk.length > 0) {
       this.chunks.push(chunk);
       this.queued += chunk.length;
@@ -98,7 +111,7 @@ export class AuthorityRewriter {
       out.push(this.take(PREFACE_LENGTH));
       this.prefaceDone = true;
     }
-    while (this.mode !== 'passthrough' && this.queued >= FRAME_HEADER) {
+    while ((this.mode !== 'passthrough' || this.ownAckPending) && this.queued >= FRAME_HEADER) {
       const head = this.peek(FRAME_HEADER);
       const length = head.readUIntBE(0, 3);
       // we never advertise a larger SETTINGS_MAX_FRAME_SIZE, so a larger frame is a protocol error
@@ -129,6 +142,9 @@ export class AuthorityRewriter {
           raw: this.mode === 'undecided' ? [Buffer.from(raw)] : [],
         };
         if (flags & END_HEADERS) out.push(this.flush());
+      } else if (type === SETTINGS && flags & ACK && this.ownAckPending) {
+        // the client's first ACK answers the shim's SETTINGS (it was sent before nghttp2's)
+        this.ownAckPending = false;
       } else if (type === CONTINUATION && this.pending) {
         this.pending.size += payload.length;
         if (this.pending.size > MAX_HEADER_BLOCK)
@@ -141,7 +157,7 @@ export class AuthorityRewriter {
       }
     }
     // decided inside this chunk: whatever follows the first header block goes on as is
-    if (this.mode === 'passthrough' && this.queued > 0) out.push(this.take(this.queued));
+    if (this.mode === 'passthrough' && !this.ownAckPending && this.queued > 0) out.push(this.take(this.queued));
     return out.length === 1 ? out[0] : Buffer.concat(out);
   }
 
@@ -183,45 +199,4 @@ export class AuthorityRewriter {
     }
     return Buffer.concat(frames);
   }
-}
-
-/** Wraps an accepted connection so grpc-js reads the rewritten request stream. */
-export function withAuthorityFix(socket: net.Socket): Duplex {
-  const rewriter = new AuthorityRewriter();
-  const duplex = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk: Buffer, _enc, cb) {
-      socket.write(chunk, cb);
-    },
-    // what HTTP/2 flushes together (a response's headers, data and trailers) leaves in one writev
-    writev(chunks: Array<{ chunk: Buffer }>, cb) {
-      socket.cork();
-      chunks.forEach(({ chunk }, i) => socket.write(chunk, i === chunks.length - 1 ? cb : undefined));
-      socket.uncork();
-    },
-    final(cb) {
-      socket.end(cb);
-    },
-    destroy(err, cb) {
-      socket.destroy(err ?? undefined);
-      cb(err);
-    },
-  });
-  socket.on('data', (chunk: Buffer) => {
-    let out: Buffer;
-    try {
-      out = rewriter.push(chunk);
-    } catch (err) {
-      // undecodable headers: the connection is unusable either way
-      socket.destroy(err as Error);
-      return;
-    }
-    if (out.length > 0 && !duplex.push(out)) socket.pause();
-  });
-  socket.on('end', () => duplex.push(null));
-  socket.on('error', (err) => duplex.destroy(err));
-  socket.on('close', () => duplex.destroy());
-  return duplex;
 }

@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as net from 'net';
 import * as grpc from '@grpc/grpc-js';
-import { withAuthorityFix } from './authority-fix';
+import { serveConnection } from './accept-connection';
 import { wrapHandler, type HandlerOptions } from './call-handler';
 import { withCachedListEncoding } from './list-encoding';
 import { MAX_MESSAGE_BYTES } from './proto';
@@ -88,7 +88,7 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
   }
   const server = createGrpcServer(opts);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const listener = net.createServer((conn) => injector.injectConnection(withAuthorityFix(conn)));
+  const listener = net.createServer((conn) => serveConnection(conn, (c) => injector.injectConnection(c)));
   await new Promise<void>((resolve, reject) => {
     listener.once('error', (err) => reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)));
     if (fd !== undefined) listener.listen({ fd }, () => resolve());

@@ -1,4 +1,12 @@
+import * as grpc from '@grpc/grpc-js';
+import * as fs from 'fs';
+import * as http2 from 'http2';
 import * as hpack from 'hpack.js';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import type { Duplex } from 'stream';
+import { serveConnection } from '../../src/server/accept-connection';
 import { AuthorityRewriter, HeaderBlockError, MAX_HEADER_BLOCK } from '../../src/server/authority-fix';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -172,5 +180,139 @@ describe('bounds on what a client can make the shim buffer', () => {
     const out: Buffer[] = [r.push(PREFACE)];
     for (let off = 0; off < data.length; off += 1000) out.push(r.push(data.subarray(off, off + 1000)));
     expect(Buffer.concat(out)).toEqual(Buffer.concat([PREFACE, data]));
+  });
+});
+
+describe('serving a connection bare or behind the shim', () => {
+  const echo = {
+    path: '/test.Echo/Echo',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (b: Buffer) => b,
+    requestDeserialize: (b: Buffer) => b,
+    responseSerialize: (b: Buffer) => b,
+    responseDeserialize: (b: Buffer) => b,
+  };
+  let dir: string;
+  let sock: string;
+  let listener: net.Server;
+  let server: grpc.Server;
+  let served: Array<'bare' | 'shim'>;
+
+  /** A gRPC echo server whose connections go through serveConnection. */
+  async function start(decideMs?: number): Promise<void> {
+    server = new grpc.Server();
+    server.addService(
+      { Echo: echo },
+      {
+        Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request),
+      },
+    );
+    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    listener = net.createServer((c) =>
+      serveConnection(
+        c,
+        (conn: Duplex) => {
+          served.push(conn instanceof net.Socket ? 'bare' : 'shim');
+          injector.injectConnection(conn);
+        },
+        decideMs,
+      ),
+    );
+    await new Promise<void>((r) => listener.listen(sock, r));
+  }
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crishim-serve-'));
+    sock = path.join(dir, 's.sock');
+    served = [];
+  });
+  afterEach(async () => {
+    listener?.close();
+    server?.forceShutdown();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** One gRPC message frame (uncompressed) around `body`. */
+  const grpcFrame = (body: string): Buffer => {
+    const b = Buffer.from(body);
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(b.length, 1);
+    return Buffer.concat([head, b]);
+  };
+
+  /** A POST on an HTTP/2 session with the given :authority; answers the response body. */
+  const post = (session: http2.ClientHttp2Session, authority: string, body: string): Promise<Buffer> =>
+    new Promise((resolve, reject) => {
+      const req = session.request({
+        ':method': 'POST',
+        ':path': echo.path,
+        ':authority': authority,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      const parts: Buffer[] = [];
+      req.on('data', (d: Buffer) => parts.push(d));
+      req.on('end', () => resolve(Buffer.concat(parts)));
+      req.on('error', reject);
+      req.end(grpcFrame(body));
+    });
+
+  it('hands a client with a valid authority the bare socket, several calls on one connection', async () => {
+    await start();
+    const client = new grpc.Client(`unix://${sock}`, grpc.credentials.createInsecure());
+    try {
+      for (const word of ['one', 'two', 'three']) {
+        const got = await new Promise<Buffer>((resolve, reject) =>
+          client.makeUnaryRequest(
+            echo.path,
+            echo.requestSerialize,
+            echo.responseDeserialize,
+            Buffer.from(word),
+            (e, r) => (e ? reject(e) : resolve(r as Buffer)),
+          ),
+        );
+        expect(got.toString()).toBe(word);
+      }
+    } finally {
+      client.close();
+    }
+    // one connection, and the two SETTINGS ACKs it sent did not upset HTTP/2 (see ownSettingsSent)
+    expect(served).toEqual(['bare']);
+  });
+
+  it('puts a client that sends the socket path as authority behind the shim, and it is answered', async () => {
+    await start();
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(sock) });
+    try {
+      expect(await post(session, sock, 'old')).toEqual(grpcFrame('old'));
+      expect(await post(session, sock, 'again')).toEqual(grpcFrame('again'));
+    } finally {
+      session.close();
+    }
+    expect(served).toEqual(['shim']);
+  });
+
+  it('serves a connection that sends no request in time through the shim, and answers it later', async () => {
+    await start(50);
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(sock) });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      expect(served).toEqual(['shim']);
+      expect(await post(session, 'localhost', 'late')).toEqual(grpcFrame('late'));
+    } finally {
+      session.close();
+    }
+  });
+
+  it('speaks first: a SETTINGS frame reaches a client that has sent nothing (grpc-go waits for it)', async () => {
+    await start();
+    const c = net.connect(sock);
+    try {
+      const first = await new Promise<Buffer>((resolve) => c.once('data', resolve));
+      expect(first.subarray(0, 9)).toEqual(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]));
+    } finally {
+      c.destroy();
+    }
   });
 });
