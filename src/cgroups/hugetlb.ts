@@ -1,8 +1,15 @@
-import { constants as fsConstants, promises as fsp } from 'fs';
+import { constants as fsConstants, promises as fsp, readdirSync, statSync } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import { internal, invalidArgument } from '../errors';
-import { controllerDir, DEFAULT_CGROUP_ROOT, keyPath, readProcCgroup, type CgroupPaths } from '../stats/cgroup-path';
+import {
+  controllerDirSync,
+  DEFAULT_CGROUP_ROOT,
+  keyPath,
+  readProcCgroup,
+  type CgroupPaths,
+} from '../stats/cgroup-path';
+import { readTextSync } from '../stats/files';
 import { checkHugepageLimits, type HugepageLimit } from '../cri/container-resources';
 
 export interface HugetlbOptions {
@@ -28,6 +35,15 @@ function limitFile(cg: CgroupPaths, pageSize: string): string {
   return `hugetlb.${pageSize}.${cg.version === 2 ? 'max' : 'limit_in_bytes'}`;
 }
 
+function exists(file: string): boolean {
+  try {
+    statSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
   const root = opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
   const proc = opts.proc ?? '/proc';
@@ -37,32 +53,27 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
    * The cgroup of `pid`, if it is container `id`'s: Docker names every container cgroup after
    * the id (cgroupfs `<parent>/<id>`, systemd `docker-<id>.scope`). A remote Docker's pids
    * are not ours, and writing limits into some local process's cgroup must not happen.
+   * Synchronous, as every cgroupfs and procfs read here (see stats/files.ts): ContainerStatus
+   * asks for each running container once a minute, and a thread-pool hop per file cost more
+   * than the read.
    */
-  const containerCgroup = async (pid: number, id: string): Promise<CgroupPaths | undefined> => {
-    const cg = (await readProcCgroup(pid, proc))?.paths;
+  const containerCgroup = (pid: number, id: string): CgroupPaths | undefined => {
+    const cg = readProcCgroup(pid, proc)?.paths;
     return cg && keyPath(cg)?.includes(id) ? cg : undefined;
   };
 
   /** The cgroup directory holding the hugetlb files, or undefined when the host has no such controller. */
-  const hugetlbDir = async (cg: CgroupPaths): Promise<string | undefined> => {
-    if (cg.version === 1) {
-      if (!cg.paths.has('hugetlb')) return undefined;
-      const dir = await controllerDir(cg, 'hugetlb', root);
-      return (await fsp.stat(dir).then(
-        () => true,
-        () => false,
-      ))
-        ? dir
-        : undefined;
-    }
-    const dir = await controllerDir(cg, 'hugetlb', root);
-    const controllers = await fsp.readFile(path.join(dir, 'cgroup.controllers'), 'utf8').catch(() => '');
-    return controllers.split(/\s+/).includes('hugetlb') ? dir : undefined;
+  const hugetlbDir = (cg: CgroupPaths): string | undefined => {
+    const dir = controllerDirSync(cg, 'hugetlb', root);
+    if (cg.version === 1) return cg.paths.has('hugetlb') && exists(dir) ? dir : undefined;
+    return (readTextSync(path.join(dir, 'cgroup.controllers')) ?? '').split(/\s+/).includes('hugetlb')
+      ? dir
+      : undefined;
   };
 
   const apply = async (pid: number, id: string, limits: HugepageLimit[], log: Logger): Promise<HugepageLimit[]> => {
     if (limits.length === 0) return [];
-    const cg = await containerCgroup(pid, id);
+    const cg = containerCgroup(pid, id);
     if (!cg) {
       log.warn(
         'cgroup of the container not found on this host (process gone, or a remote Docker): hugepage limits not applied',
@@ -70,7 +81,7 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
       );
       return [];
     }
-    const dir = await hugetlbDir(cg);
+    const dir = hugetlbDir(cg);
     if (!dir) {
       // kubelets send a limit per page size even when they are all 0; once is enough to say so
       if (!warned)
@@ -95,15 +106,20 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
   };
 
   const read = async (pid: number, id: string): Promise<HugepageLimit[]> => {
-    const cg = await containerCgroup(pid, id);
-    const dir = cg && (await hugetlbDir(cg));
+    const cg = containerCgroup(pid, id);
+    const dir = cg && hugetlbDir(cg);
     if (!dir) return [];
-    const names = await fsp.readdir(dir).catch(() => [] as string[]);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return [];
+    }
     const out: HugepageLimit[] = [];
     for (const name of names.sort()) {
       const m = LIMIT_FILE_RE.exec(name);
       if (!m || (m[2] === 'max') !== (cg.version === 2)) continue;
-      const raw = (await fsp.readFile(path.join(dir, name), 'utf8').catch(() => '')).trim();
+      const raw = (readTextSync(path.join(dir, name)) ?? '').trim();
       if (raw) out.push({ page_size: m[1], limit: raw === 'max' ? UINT64_MAX : raw });
     }
     return out;

@@ -1,6 +1,6 @@
-import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { RuntimeRes } from '../server/rpc';
+import { readTextSync } from '../stats/files';
 
 /** ContainerStatus.user: the identity the container's init process runs with (the kubelet shows it in the pod status). */
 
@@ -16,19 +16,18 @@ function effectiveId(status: string, key: 'Uid' | 'Gid'): string | undefined {
  * uid, gid and supplementary groups of a running container's init process.
  * Undefined when the pid is not visible as that container (Docker in another pid
  * namespace or on another host, or the process already gone): a wrong identity
- * is worse than none.
+ * is worse than none. procfs is read synchronously, as in stats/files.ts: two files from
+ * kernel memory cost less than the thread-pool hops around them.
  */
-export async function containerUser(
+export function containerUser(
   pid: number | undefined,
   containerId: string,
   procRoot = '/proc',
-): Promise<ContainerUser | undefined> {
+): ContainerUser | undefined {
   if (!pid) return undefined;
   const dir = path.join(procRoot, String(pid));
-  const [status, cgroup] = await Promise.all([
-    fsp.readFile(path.join(dir, 'status'), 'utf8').catch(() => ''),
-    fsp.readFile(path.join(dir, 'cgroup'), 'utf8').catch(() => ''),
-  ]);
+  const status = readTextSync(path.join(dir, 'status')) ?? '';
+  const cgroup = readTextSync(path.join(dir, 'cgroup')) ?? '';
   // both cgroup drivers name the container id in its cgroup path
   if (!cgroup.includes(containerId)) return undefined;
   const uid = effectiveId(status, 'Uid');

@@ -29,7 +29,7 @@ export function containerStatus(deps: ServiceDeps, hugetlb: HugetlbCgroup, logs?
       status: statusFromInspect(info, await appliedHugepages(info, hugetlb)),
       info: {},
     };
-    if (info.State.Running) out.status!.user = (await containerUser(info.State.Pid, info.Id)) ?? null;
+    if (info.State.Running) out.status!.user = containerUser(info.State.Pid, info.Id) ?? null;
     if (req.verbose) {
       out.info = {
         info: JSON.stringify({

@@ -72,11 +72,6 @@ export function controllerDirSync(cg: CgroupPaths, controller: string, root = DE
   return path.join(v1Mount(root, controller), cg.paths.get(controller) ?? '/');
 }
 
-/** The same, for callers that await it. */
-export async function controllerDir(cg: CgroupPaths, controller: string, root = DEFAULT_CGROUP_ROOT): Promise<string> {
-  return controllerDirSync(cg, controller, root);
-}
-
 /** Names of the child cgroups of a cgroup (in the memory hierarchy on v1). */
 export function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): string[] | undefined {
   try {

@@ -264,15 +264,15 @@ describe('containerUser', () => {
   afterEach(() => fsp.rm(proc, { recursive: true, force: true }));
 
   it('reports the effective uid and gid and the supplementary groups of the init process', async () => {
-    expect(await containerUser(42, id, proc)).toEqual({
+    expect(containerUser(42, id, proc)).toEqual({
       linux: { uid: '1001', gid: '3001', supplemental_groups: ['4', '27', '3001'] },
     });
   });
 
   it('reports nothing for a pid that is not this container (another pid namespace) or is gone', async () => {
-    expect(await containerUser(42, 'cd'.repeat(32), proc)).toBeUndefined();
-    expect(await containerUser(43, id, proc)).toBeUndefined();
-    expect(await containerUser(0, id, proc)).toBeUndefined();
+    expect(containerUser(42, 'cd'.repeat(32), proc)).toBeUndefined();
+    expect(containerUser(43, id, proc)).toBeUndefined();
+    expect(containerUser(0, id, proc)).toBeUndefined();
   });
 });
 

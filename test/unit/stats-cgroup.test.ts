@@ -1,7 +1,7 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { childCgroups, controllerDir, keyPath, parentCgroup, parseProcCgroup } from '../../src/stats/cgroup-path';
+import { childCgroups, controllerDirSync, keyPath, parentCgroup, parseProcCgroup } from '../../src/stats/cgroup-path';
 import { readV1Usage } from '../../src/stats/cgroup-v1';
 import { readV2Usage } from '../../src/stats/cgroup-v2';
 import { readCgroupUsage } from '../../src/stats/cgroup';
@@ -77,7 +77,7 @@ describe('cgroup v1 reader', () => {
       'memory/kubepods/podu1/c1/memory.stat': 'rss 1000\ninactive_file 96\npgfault 1\npgmajfault 0\n',
     });
     const cg = parseProcCgroup('4:memory:/kubepods/podu1/c1\n2:cpu,cpuacct:/kubepods/podu1/c1\n');
-    expect(await controllerDir(cg, 'cpuacct', root)).toBe(path.join(root, 'cpu,cpuacct/kubepods/podu1/c1'));
+    expect(controllerDirSync(cg, 'cpuacct', root)).toBe(path.join(root, 'cpu,cpuacct/kubepods/podu1/c1'));
     const u = await readCgroupUsage(cg, root);
     expect(u).toEqual({
       cpuUsageNanos: 5n,
