@@ -4,6 +4,7 @@ import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import { assetPath, readAsset } from '../assets';
 import { compileSchemaCheck } from './schema-check';
+import { createFileMemo, type FileMemoOptions } from './file-memo';
 
 export interface CheckpointPortMapping {
   protocol: string;
@@ -100,7 +101,11 @@ export async function writeFileAtomic(file: string, content: string, mode = 0o60
   }
 }
 
-export async function createCheckpointStore(dir: string, logger: Logger): Promise<CheckpointStore> {
+export async function createCheckpointStore(
+  dir: string,
+  logger: Logger,
+  memoOptions: FileMemoOptions = {},
+): Promise<CheckpointStore> {
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const fileOf = (id: string): string => {
     if (!/^[0-9a-f]{1,64}$/.test(id)) throw new Error(`invalid sandbox id ${JSON.stringify(id)} for a checkpoint`);
@@ -142,6 +147,38 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
     return undefined;
   };
 
+  /** Checked checkpoints by file: PodSandboxStatus reads one per pod and call (see file-memo.ts). */
+  const memo = createFileMemo<SandboxCheckpoint | undefined>(memoOptions);
+
+  const readChecked = async (sandboxId: string): Promise<SandboxCheckpoint | undefined> => {
+    const found = await readText([fileOf(sandboxId), path.join(dir, sandboxId)]);
+    if (!found) return undefined;
+    const { file, text } = found;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      await setAside(file, `not JSON: ${(err as Error).message}`);
+      return undefined;
+    }
+    const violations = schemaErrors(parsed);
+    if (violations.length > 0) {
+      await setAside(file, `schema: ${violations.join('; ')}`);
+      return undefined;
+    }
+    const cp = parsed as unknown as SandboxCheckpoint;
+    // cri-dockerd's integer checksum uses its own hashing; we only verify ours
+    if (typeof cp.checksum === 'string' && cp.checksum !== checksumOf(cp)) {
+      await setAside(file, 'checksum mismatch');
+      return undefined;
+    }
+    if (cp.crishim && cp.crishim.sandbox_id !== sandboxId) {
+      await setAside(file, `belongs to sandbox ${cp.crishim.sandbox_id}`);
+      return undefined;
+    }
+    return cp;
+  };
+
   /** The last listing and the directory's mtime when it was read. */
   let listed: { mtime: bigint; ids: string[] } | undefined;
 
@@ -150,37 +187,15 @@ export async function createCheckpointStore(dir: string, logger: Logger): Promis
     async write(sandboxId, body) {
       const cp: Omit<SandboxCheckpoint, 'checksum'> = { version: 'v1', ...body };
       const full: SandboxCheckpoint = { ...cp, checksum: checksumOf(cp) };
+      memo.delete(fileOf(sandboxId));
       await writeFileAtomic(fileOf(sandboxId), JSON.stringify(full, null, 2) + '\n');
     },
     async read(sandboxId) {
-      const found = await readText([fileOf(sandboxId), path.join(dir, sandboxId)]);
-      if (!found) return undefined;
-      const { file, text } = found;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (err) {
-        await setAside(file, `not JSON: ${(err as Error).message}`);
-        return undefined;
-      }
-      const violations = schemaErrors(parsed);
-      if (violations.length > 0) {
-        await setAside(file, `schema: ${violations.join('; ')}`);
-        return undefined;
-      }
-      const cp = parsed as unknown as SandboxCheckpoint;
-      // cri-dockerd's integer checksum uses its own hashing; we only verify ours
-      if (typeof cp.checksum === 'string' && cp.checksum !== checksumOf(cp)) {
-        await setAside(file, 'checksum mismatch');
-        return undefined;
-      }
-      if (cp.crishim && cp.crishim.sandbox_id !== sandboxId) {
-        await setAside(file, `belongs to sandbox ${cp.crishim.sandbox_id}`);
-        return undefined;
-      }
-      return cp;
+      const file = fileOf(sandboxId);
+      return memo.through(file, () => readChecked(sandboxId));
     },
     async remove(sandboxId) {
+      memo.delete(fileOf(sandboxId));
       await fsp.rm(fileOf(sandboxId), { force: true });
       await fsp.rm(path.join(dir, sandboxId), { force: true });
     },

@@ -1,6 +1,7 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { writeFileAtomic } from '../checkpoint/store';
+import { createFileMemo, type FileMemoOptions } from '../checkpoint/file-memo';
 import type { NetworkConfList } from './cni-config';
 import type { PortMappingSpec } from './types';
 
@@ -55,34 +56,45 @@ function validEntry(e: unknown, id: string): e is CacheEntry {
 }
 
 /** One JSON file per sandbox id in `dir`, written atomically (temp file, fsync, rename, dir fsync). */
-export async function createResultCache(dir: string): Promise<ResultCache> {
+export async function createResultCache(dir: string, memoOptions: FileMemoOptions = {}): Promise<ResultCache> {
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  // PodSandboxStatus reads each pod's entry once a minute; it changes only at ADD and DEL
+  const memo = createFileMemo<CacheEntry | undefined>(memoOptions);
+  const load = async (id: string, file: string): Promise<CacheEntry | undefined> => {
+    let text: string;
+    try {
+      text = await fsp.readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new CorruptCacheEntryError(file, (err as Error).message);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      throw new CorruptCacheEntryError(file, (err as Error).message);
+    }
+    if (!validEntry(parsed, id)) throw new CorruptCacheEntryError(file, 'missing fields or another sandbox id');
+    return parsed;
+  };
   const fileOf = (id: string): string => {
     if (!ID.test(id)) throw new Error(`invalid sandbox id ${JSON.stringify(id)} for the CNI cache`);
     return path.join(dir, `${id}.json`);
   };
   return {
-    write: async (entry) => writeFileAtomic(fileOf(entry.sandboxId), JSON.stringify(entry, null, 2) + '\n'),
+    async write(entry) {
+      memo.delete(fileOf(entry.sandboxId));
+      await writeFileAtomic(fileOf(entry.sandboxId), JSON.stringify(entry, null, 2) + '\n');
+    },
     async read(id) {
       if (!ID.test(id)) return undefined;
       const file = fileOf(id);
-      let text: string;
-      try {
-        text = await fsp.readFile(file, 'utf8');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-        throw new CorruptCacheEntryError(file, (err as Error).message);
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (err) {
-        throw new CorruptCacheEntryError(file, (err as Error).message);
-      }
-      if (!validEntry(parsed, id)) throw new CorruptCacheEntryError(file, 'missing fields or another sandbox id');
-      return parsed;
+      return memo.through(file, () => load(id, file));
     },
-    remove: async (id) => fsp.rm(fileOf(id), { force: true }),
+    async remove(id) {
+      memo.delete(fileOf(id));
+      await fsp.rm(fileOf(id), { force: true });
+    },
     async list() {
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
       // temp files of interrupted writes end in .tmp-*, never .json

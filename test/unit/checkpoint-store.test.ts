@@ -54,6 +54,27 @@ describe('checkpoint store', () => {
     expect(await store.list()).toEqual([]);
   });
 
+  it('answers a repeated read of an unchanged checkpoint from memory and sees an in-place edit', async () => {
+    const { logger, records } = recordingLogger();
+    const store = await createCheckpointStore(dir, logger, { racyMs: 0 });
+    await store.write(ID, body);
+    const readFile = jest.spyOn(fsp, 'readFile');
+    try {
+      const first = await store.read(ID);
+      const second = await store.read(ID);
+      expect(second).toEqual(first);
+      expect(readFile).toHaveBeenCalledTimes(1);
+      // a hand edit keeps the inode: the new times must send the next read to the file
+      await new Promise((r) => setTimeout(r, 5));
+      const file = path.join(dir, `${ID}.json`);
+      await fsp.writeFile(file, (await fsp.readFile(file, 'utf8')).replace('"web"', '"WEB"'));
+      expect(await store.read(ID)).toBeUndefined();
+      expect(records.some((r) => r.message === 'checkpoint is unreadable; moved aside')).toBe(true);
+    } finally {
+      readFile.mockRestore();
+    }
+  });
+
   it('sees a checkpoint written behind its back after answering a list from memory', async () => {
     const store = await createCheckpointStore(dir, quiet);
     await store.write(ID, body);
