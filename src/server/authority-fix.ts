@@ -122,6 +122,13 @@ export class AuthorityRewriter {
       const flags = head[4];
       const streamId = head.readUInt32BE(5) & 0x7fffffff;
       const raw = this.take(FRAME_HEADER + length);
+      if (this.mode === 'passthrough') {
+        // decided, and only the ACK of our own SETTINGS is still to come out: the rest goes as
+        // is (a header block re-encoded here would not match nghttp2's HPACK table)
+        if (type === SETTINGS && flags & ACK) this.ownAckPending = false;
+        else out.push(raw);
+        continue;
+      }
       let payload = raw.subarray(FRAME_HEADER);
       if (type === HEADERS) {
         let priority: Buffer | undefined;

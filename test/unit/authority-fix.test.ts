@@ -130,6 +130,34 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
     ).toEqual(input);
   });
 
+  it('drops only the ACK of its own SETTINGS, and passes later header blocks untouched until it comes', () => {
+    const client = hpack.compressor.create({ table: { size: 4096 } });
+    const h = (path: string): Buffer =>
+      encode(
+        [
+          { name: ':method', value: 'POST' },
+          { name: ':authority', value: 'localhost' },
+          { name: ':path', value: path },
+        ],
+        client,
+      );
+    const ack = frame(4, 0x1, 0, Buffer.alloc(0));
+    // a client that does not wait for the server: two requests before it acknowledges anything;
+    // the second block refers to the first one's dynamic-table entries, so it must not be re-encoded
+    const before = Buffer.concat([
+      PREFACE,
+      frame(4, 0, 0, Buffer.alloc(0)),
+      frame(1, 0x5, 1, h('/a')),
+      frame(1, 0x5, 3, h('/b')),
+    ]);
+    const after = Buffer.concat([frame(1, 0x5, 5, h('/c')), ack]);
+    const r = new AuthorityRewriter({ ownSettingsSent: true });
+    const out = Buffer.concat([r.push(before), r.push(ack), r.push(after)]);
+    // the first ACK is the one for our SETTINGS; the second is nghttp2's and stays
+    expect(out).toEqual(Buffer.concat([before, after]));
+    expect(r.decision).toBe('passthrough');
+  });
+
   it('keeps rewriting every block once the first one needed it', () => {
     const client = hpack.compressor.create({ table: { size: 4096 } });
     const h1 = frame(1, 0x4, 1, encode([{ name: ':authority', value: '/run/x.sock' }], client));
