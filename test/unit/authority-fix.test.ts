@@ -333,6 +333,47 @@ describe('serving a connection bare or behind the shim', () => {
     }
   });
 
+  it('a connection handed over bare is still cut when it floods CONTINUATION frames (nghttp2 bounds it)', async () => {
+    await start();
+    const first = encode([
+      { name: ':method', value: 'POST' },
+      { name: ':scheme', value: 'http' },
+      { name: ':path', value: echo.path },
+      { name: ':authority', value: 'localhost' },
+      { name: 'content-type', value: 'application/grpc' },
+      { name: 'te', value: 'trailers' },
+    ]);
+    const c = net.connect(sock);
+    c.on('error', () => undefined);
+    c.on('data', () => undefined);
+    c.write(
+      Buffer.concat([
+        PREFACE,
+        frame(4, 0, 0, Buffer.alloc(0)),
+        frame(1, 0x4, 1, first),
+        frame(0, 0x1, 1, grpcFrame('x')),
+        frame(4, 0x1, 0, Buffer.alloc(0)),
+      ]),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    expect(served).toEqual(['bare']);
+    const limit = 64 * 1024 * 1024;
+    let sent = 0;
+    const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
+    c.write(frame(1, 0, 3, Buffer.from([0x82])));
+    const cont = frame(9, 0, 3, Buffer.alloc(16384, 0x40));
+    const pump = (): void => {
+      while (sent < limit && !c.destroyed) {
+        sent += cont.length;
+        if (!c.write(cont)) return void c.once('drain', pump);
+      }
+      c.destroy();
+    };
+    pump();
+    await closed;
+    expect(sent).toBeLessThan(limit);
+  });
+
   it('speaks first: a SETTINGS frame reaches a client that has sent nothing (grpc-go waits for it)', async () => {
     await start();
     const c = net.connect(sock);
