@@ -18,7 +18,7 @@ import { AuthorityRewriter } from './authority-fix';
  */
 
 /** Wraps an accepted connection so grpc-js reads the rewritten request stream; `held` are bytes `rewriter` already let through. */
-export function withAuthorityFix(socket: net.Socket, rewriter = new AuthorityRewriter(), held: Buffer[] = []): Duplex {
+function withAuthorityFix(socket: net.Socket, rewriter: AuthorityRewriter, held: Buffer[]): Duplex {
   const duplex = new Duplex({
     read() {
       socket.resume();
@@ -66,7 +66,7 @@ const EMPTY_SETTINGS = Buffer.from([0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
  * How long a new connection may hold back its first header block before it is served through
  * the shim anyway: a client that connects and waits (or pings) must not wait on us.
  */
-export const DECIDE_MS = 250;
+const DECIDE_MS = 250;
 /** Bytes held back while undecided before the connection goes to the shim, whose stream applies backpressure. */
 const MAX_HELD = 1 << 20;
 

@@ -100,7 +100,7 @@ export class AuthorityRewriter {
 
   /** Feeds bytes from the client; returns the bytes to hand to the server. */
   push(chunk: Buffer): Buffer {
-    if (this.mode === 'passthrough' && !this.ownAckPending && this.queued === 0) return chunk;
+    if (this.decision === 'passthrough' && this.queued === 0) return chunk;
     if (chunk.length > 0) {
       this.chunks.push(chunk);
       this.queued += chunk.length;
@@ -111,7 +111,7 @@ export class AuthorityRewriter {
       out.push(this.take(PREFACE_LENGTH));
       this.prefaceDone = true;
     }
-    while ((this.mode !== 'passthrough' || this.ownAckPending) && this.queued >= FRAME_HEADER) {
+    while (this.decision !== 'passthrough' && this.queued >= FRAME_HEADER) {
       const head = this.peek(FRAME_HEADER);
       const length = head.readUIntBE(0, 3);
       // we never advertise a larger SETTINGS_MAX_FRAME_SIZE, so a larger frame is a protocol error
@@ -122,11 +122,15 @@ export class AuthorityRewriter {
       const flags = head[4];
       const streamId = head.readUInt32BE(5) & 0x7fffffff;
       const raw = this.take(FRAME_HEADER + length);
+      if (type === SETTINGS && flags & ACK && this.ownAckPending) {
+        // the client's first ACK answers the SETTINGS sent before nghttp2's: nghttp2 must not see it
+        this.ownAckPending = false;
+        continue;
+      }
       if (this.mode === 'passthrough') {
-        // decided, and only the ACK of our own SETTINGS is still to come out: the rest goes as
-        // is (a header block re-encoded here would not match nghttp2's HPACK table)
-        if (type === SETTINGS && flags & ACK) this.ownAckPending = false;
-        else out.push(raw);
+        // decided, only that ACK was still to come out: the rest goes as is (a header block
+        // re-encoded here would not match nghttp2's HPACK table)
+        out.push(raw);
         continue;
       }
       let payload = raw.subarray(FRAME_HEADER);
@@ -149,9 +153,6 @@ export class AuthorityRewriter {
           raw: this.mode === 'undecided' ? [Buffer.from(raw)] : [],
         };
         if (flags & END_HEADERS) out.push(this.flush());
-      } else if (type === SETTINGS && flags & ACK && this.ownAckPending) {
-        // the client's first ACK answers the shim's SETTINGS (it was sent before nghttp2's)
-        this.ownAckPending = false;
       } else if (type === CONTINUATION && this.pending) {
         this.pending.size += payload.length;
         if (this.pending.size > MAX_HEADER_BLOCK)
@@ -164,7 +165,7 @@ export class AuthorityRewriter {
       }
     }
     // decided inside this chunk: whatever follows the first header block goes on as is
-    if (this.mode === 'passthrough' && !this.ownAckPending && this.queued > 0) out.push(this.take(this.queued));
+    if (this.decision === 'passthrough' && this.queued > 0) out.push(this.take(this.queued));
     return out.length === 1 ? out[0] : Buffer.concat(out);
   }
 
