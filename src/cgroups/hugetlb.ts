@@ -1,4 +1,4 @@
-import { constants as fsConstants, promises as fsp, readdirSync, statSync } from 'fs';
+import { constants as fsConstants, existsSync, promises as fsp, readdirSync } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import { internal, invalidArgument } from '../errors';
@@ -35,15 +35,6 @@ function limitFile(cg: CgroupPaths, pageSize: string): string {
   return `hugetlb.${pageSize}.${cg.version === 2 ? 'max' : 'limit_in_bytes'}`;
 }
 
-function exists(file: string): boolean {
-  try {
-    statSync(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
   const root = opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
   const proc = opts.proc ?? '/proc';
@@ -65,7 +56,7 @@ export function hugetlbCgroup(opts: HugetlbOptions = {}): HugetlbCgroup {
   /** The cgroup directory holding the hugetlb files, or undefined when the host has no such controller. */
   const hugetlbDir = (cg: CgroupPaths): string | undefined => {
     const dir = controllerDirSync(cg, 'hugetlb', root);
-    if (cg.version === 1) return cg.paths.has('hugetlb') && exists(dir) ? dir : undefined;
+    if (cg.version === 1) return cg.paths.has('hugetlb') && existsSync(dir) ? dir : undefined;
     return (readTextSync(path.join(dir, 'cgroup.controllers')) ?? '').split(/\s+/).includes('hugetlb')
       ? dir
       : undefined;

@@ -19,13 +19,19 @@ export interface FileMemo<T> {
   delete(file: string): void;
 }
 
+/** Git's racy-index rule: how long a file or directory must be unchanged before a copy of it is trusted. */
+export const RACY_MS = 1000;
+
+/** Whether a change at `ns` (ns since the epoch) is older than `racyMs`: a later change must show a later stamp. */
+export const settledSince = (ns: bigint, racyMs = RACY_MS): boolean => ns < BigInt(Date.now() - racyMs) * 1_000_000n;
+
 function stampOf(file: string, racyMs: number): { stamp: string; settled: boolean } | undefined {
   try {
     const st = statSync(file, { bigint: true });
     return {
       stamp: `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
       // ctime cannot be set back by hand (touch -d moves mtime only)
-      settled: st.ctimeNs < BigInt(Date.now() - racyMs) * 1_000_000n,
+      settled: settledSince(st.ctimeNs, racyMs),
     };
   } catch {
     return undefined;
@@ -46,7 +52,7 @@ export interface FileMemoOptions {
   maxEntries?: number;
 }
 
-export function createFileMemo<T>({ racyMs = 1000, maxEntries = 4096 }: FileMemoOptions = {}): FileMemo<T> {
+export function createFileMemo<T>({ racyMs = RACY_MS, maxEntries = 4096 }: FileMemoOptions = {}): FileMemo<T> {
   const kept = new Map<string, { stamp: string; value: T }>();
   return {
     async through(file, load) {

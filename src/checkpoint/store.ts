@@ -4,7 +4,7 @@ import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import { assetPath, readAsset } from '../assets';
 import { compileSchemaCheck } from './schema-check';
-import { createFileMemo, type FileMemoOptions } from './file-memo';
+import { createFileMemo, settledSince, type FileMemoOptions } from './file-memo';
 
 export interface CheckpointPortMapping {
   protocol: string;
@@ -54,8 +54,6 @@ export interface CheckpointStore {
 }
 
 const SUFFIX = '.json';
-/** How long the checkpoint directory must be unchanged before its listing is kept in memory. */
-const RACY_MS = 1000;
 /** Read errors caused by the process's state, not the file's. */
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR', 'ENOMEM']);
 /** cri-dockerd names its checkpoint files by the bare sandbox id. */
@@ -187,16 +185,17 @@ export async function createCheckpointStore(
     async write(sandboxId, body) {
       const cp: Omit<SandboxCheckpoint, 'checksum'> = { version: 'v1', ...body };
       const full: SandboxCheckpoint = { ...cp, checksum: checksumOf(cp) };
-      memo.delete(fileOf(sandboxId));
-      await writeFileAtomic(fileOf(sandboxId), JSON.stringify(full, null, 2) + '\n');
+      const file = fileOf(sandboxId);
+      memo.delete(file);
+      await writeFileAtomic(file, JSON.stringify(full, null, 2) + '\n');
     },
     async read(sandboxId) {
-      const file = fileOf(sandboxId);
-      return memo.through(file, () => readChecked(sandboxId));
+      return memo.through(fileOf(sandboxId), () => readChecked(sandboxId));
     },
     async remove(sandboxId) {
-      memo.delete(fileOf(sandboxId));
-      await fsp.rm(fileOf(sandboxId), { force: true });
+      const file = fileOf(sandboxId);
+      memo.delete(file);
+      await fsp.rm(file, { force: true });
       await fsp.rm(path.join(dir, sandboxId), { force: true });
     },
     async list() {
@@ -211,8 +210,7 @@ export async function createCheckpointStore(
       const all = [...new Set([...ids, ...names.filter((n) => LEGACY.test(n))])];
       // mtime ticks coarsely: a change in the same tick as the one we saw would keep it, so only
       // a directory left alone for a while may be answered from memory (git's racy-index rule)
-      listed =
-        mtime !== undefined && mtime < BigInt(Date.now() - RACY_MS) * 1_000_000n ? { mtime, ids: all } : undefined;
+      listed = mtime !== undefined && settledSince(mtime) ? { mtime, ids: all } : undefined;
       return [...all];
     },
   };

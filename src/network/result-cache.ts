@@ -83,8 +83,9 @@ export async function createResultCache(dir: string, memoOptions: FileMemoOption
   };
   return {
     async write(entry) {
-      memo.delete(fileOf(entry.sandboxId));
-      await writeFileAtomic(fileOf(entry.sandboxId), JSON.stringify(entry, null, 2) + '\n');
+      const file = fileOf(entry.sandboxId);
+      memo.delete(file);
+      await writeFileAtomic(file, JSON.stringify(entry, null, 2) + '\n');
     },
     async read(id) {
       if (!ID.test(id)) return undefined;
@@ -92,8 +93,9 @@ export async function createResultCache(dir: string, memoOptions: FileMemoOption
       return memo.through(file, () => load(id, file));
     },
     async remove(id) {
-      memo.delete(fileOf(id));
-      await fsp.rm(fileOf(id), { force: true });
+      const file = fileOf(id);
+      memo.delete(file);
+      await fsp.rm(file, { force: true });
     },
     async list() {
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
