@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
-import * as protobuf from 'protobufjs';
 import { criProtoRoot } from './proto';
+import { ProtoWriter } from './proto-writer';
 
 /**
  * Hand-written encoders for the stats answers the kubelet asks for every 10 s
@@ -17,7 +17,7 @@ import { criProtoRoot } from './proto';
  */
 
 type Obj = Record<string, unknown>;
-type W = protobuf.Writer;
+type W = ProtoWriter;
 
 class Unsupported extends Error {}
 
@@ -28,7 +28,6 @@ function only(o: Obj, known: ReadonlySet<string>): void {
 const keys = (...k: string[]): ReadonlySet<string> => new Set(k);
 
 const LD = 2;
-const tag = (field: number, wire: number): number => (field << 3) | wire;
 
 /** Low and high 32 bits of a non-negative decimal int64, as protobufjs's writer takes them. */
 const longs = new Map<string, { low: number; high: number }>();
@@ -51,15 +50,13 @@ function writeU64(w: W, field: number, v: unknown): void {
   if (typeof v === 'number') {
     if (!Number.isInteger(v) || v < 0 || v > Number.MAX_SAFE_INTEGER) throw new Unsupported(`uint64 ${v}`);
     if (v === 0) return;
-    w.uint32(tag(field, 0));
-    // a varint below 2^32 is the same bytes either way; uint32 allocates nothing
-    if (v < 4294967296) w.uint32(v);
-    else w.uint64(v);
+    w.tag(field, 0).uint(v);
     return;
   }
   if (typeof v === 'string') {
     if (v === '0' || v === '') return;
-    w.uint32(tag(field, 0)).uint64(longOf(v) as unknown as protobuf.Long);
+    const { low, high } = longOf(v);
+    w.tag(field, 0).uintLong(low, high);
     return;
   }
   if (v !== undefined && v !== null) throw new Unsupported(`uint64 ${typeof v}`);
@@ -71,23 +68,23 @@ function writeWrapped(w: W, field: number, v: unknown): void {
   if (v === null || v === undefined) return;
   const o = v as Obj;
   only(o, VALUE);
-  w.uint32(tag(field, LD)).fork();
+  const m = w.tag(field, LD).begin();
   writeU64(w, 1, o.value);
-  w.ldelim();
+  w.end(m);
 }
 
 function writeString(w: W, field: number, s: unknown): void {
   if (s === undefined || s === null || s === '') return;
   if (typeof s !== 'string') throw new Unsupported('string');
-  w.uint32(tag(field, LD)).string(s);
+  w.tag(field, LD).string(s);
 }
 
 /** A sub-message through `body`; absent when null. */
 function writeMessage(w: W, field: number, v: unknown, body: (w: W, o: Obj) => void): void {
   if (v === null || v === undefined) return;
-  w.uint32(tag(field, LD)).fork();
+  const m = w.tag(field, LD).begin();
   body(w, v as Obj);
-  w.ldelim();
+  w.end(m);
 }
 
 /** Encoded attributes per attributes object (the same object while the container is the same). */
@@ -102,7 +99,7 @@ function cachedAttributes(typeName: string): (w: W, field: number, v: unknown) =
       b = type.encode(type.fromObject(v as Obj)).finish();
       bytes.set(v, b);
     }
-    w.uint32(tag(field, LD)).bytes(b);
+    w.tag(field, LD).bytes(b);
   };
 }
 
@@ -205,6 +202,8 @@ function podStats(w: W, o: Obj): void {
 }
 
 const RESPONSE = keys('stats');
+/** One writer for every answer: a serializer runs to the end before the next starts. */
+const scratch = new ProtoWriter();
 /** A serializer for `{ stats: [...] }` answers of one of the stats RPCs; the generic one for anything it does not know. */
 export function statsSerializer(
   kind: 'container' | 'pod',
@@ -215,10 +214,8 @@ export function statsSerializer(
     if (typeof value !== 'object' || value === null) return fallback(value);
     try {
       only(value as Obj, RESPONSE);
-      const w = protobuf.Writer.create();
-      repeated(w, 1, (value as Obj).stats, item);
-      const out = w.finish();
-      return Buffer.isBuffer(out) ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+      repeated(scratch.reset(), 1, (value as Obj).stats, item);
+      return scratch.finish();
     } catch (err) {
       if (err instanceof Unsupported) return fallback(value);
       throw err;
