@@ -17,4 +17,9 @@ describe('/proc/<pid>/net/dev', () => {
   it('an empty namespace (only loopback) has no interfaces', () => {
     expect(parseNetDev(TEXT.split('\n').slice(0, 3).join('\n'))).toEqual([]);
   });
+  it('skips a line with too few counters and reads a last line without a newline', () => {
+    const lines = TEXT.trimEnd().split('\n');
+    const text = [...lines.slice(0, 3), '  cut0:  5 6 7', lines[3]].join('\n');
+    expect(parseNetDev(text)).toEqual([{ name: 'eth0', rxBytes: 123456, rxErrors: 2, txBytes: 65432, txErrors: 1 }]);
+  });
 });
