@@ -123,7 +123,7 @@ const MEMORY = keys('timestamp', ...MEMORY_FIELDS);
 function memory(w: W, o: Obj): void {
   only(o, MEMORY);
   writeU64(w, 1, o.timestamp);
-  MEMORY_FIELDS.forEach((f, i) => writeWrapped(w, i + 2, o[f]));
+  for (let i = 0; i < MEMORY_FIELDS.length; i++) writeWrapped(w, i + 2, o[MEMORY_FIELDS[i]]);
 }
 
 const FS_ID = keys('mountpoint');

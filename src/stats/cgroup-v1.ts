@@ -38,8 +38,13 @@ function v1Files(cg: CgroupPaths, root: string): V1Files {
 }
 
 /** memory.stat's hierarchical key, else the cgroup's own (keys end with the separator, see keyedValue). */
-function pick(stat: string | undefined, key: string): number | undefined {
-  return keyedValue(stat, `total_${key} `) ?? keyedValue(stat, `${key} `);
+const statKeys = (key: string): [string, string] => [`total_${key} `, `${key} `];
+const INACTIVE_FILE = statKeys('inactive_file');
+const RSS = statKeys('rss');
+const PGFAULT = statKeys('pgfault');
+const PGMAJFAULT = statKeys('pgmajfault');
+function pick(stat: string | undefined, [total, own]: [string, string]): number | undefined {
+  return keyedValue(stat, total) ?? keyedValue(stat, own);
 }
 
 /** Tasks in the cgroup: pids.current, else the processes of cgroup.procs. */
@@ -56,10 +61,10 @@ export function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: U
     cpuUsageNanos: readBigInt(f.cpu),
     memoryUsage: usage,
     memoryLimit: want.limit === false ? undefined : realLimit(readNumber(f.limit)),
-    workingSet: workingSet(usage, pick(stat, 'inactive_file')),
-    rss: pick(stat, 'rss'),
-    pageFaults: pick(stat, 'pgfault'),
-    majorPageFaults: pick(stat, 'pgmajfault'),
+    workingSet: workingSet(usage, pick(stat, INACTIVE_FILE)),
+    rss: pick(stat, RSS),
+    pageFaults: pick(stat, PGFAULT),
+    majorPageFaults: pick(stat, PGMAJFAULT),
     pids: want.pids === false ? undefined : readV1Pids(cg, root),
   };
 }

@@ -143,7 +143,8 @@ export function createStatsCollector(
       recent.forget(keep);
       src.layers.forget(keep);
       src.rates.prune((key) => (key.startsWith('pod:') ? kind !== 'sandbox' || ids.has(key.slice(4)) : keep(key)));
-      for (const [id, k] of [...kinds]) {
+      // deleting the entry being visited is safe in a Map's iteration
+      for (const [id, k] of kinds) {
         if (k === kind && !ids.has(id)) {
           kinds.delete(id);
           sources.delete(id);

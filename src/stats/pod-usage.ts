@@ -5,27 +5,21 @@ import type { RateTracker } from './rate';
 import { wallNanos, type PodSample, type Sample, type Target } from './sample';
 import type { CgroupUsage } from './usage';
 
-/** Field-wise sum; a field is set when any reading has it. */
+/** Field-wise sum; a field is set when any reading has it. One pass, no closures: it runs for every pod at every stats call. */
 export function sumUsage(all: readonly CgroupUsage[]): CgroupUsage {
-  const num = (f: (u: CgroupUsage) => number | undefined): number | undefined => {
-    let sum: number | undefined;
-    for (const u of all) {
-      const v = f(u);
-      if (v !== undefined) sum = (sum ?? 0) + v;
-    }
-    return sum;
-  };
-  let cpu: bigint | undefined;
-  for (const u of all) if (u.cpuUsageNanos !== undefined) cpu = (cpu ?? 0n) + u.cpuUsageNanos;
-  return {
-    cpuUsageNanos: cpu,
-    memoryUsage: num((u) => u.memoryUsage),
-    workingSet: num((u) => u.workingSet),
-    rss: num((u) => u.rss),
-    pageFaults: num((u) => u.pageFaults),
-    majorPageFaults: num((u) => u.majorPageFaults),
-    pids: num((u) => u.pids),
-  };
+  const add = (sum: number | undefined, v: number | undefined): number | undefined =>
+    v === undefined ? sum : (sum ?? 0) + v;
+  const out: CgroupUsage = {};
+  for (const u of all) {
+    if (u.cpuUsageNanos !== undefined) out.cpuUsageNanos = (out.cpuUsageNanos ?? 0n) + u.cpuUsageNanos;
+    out.memoryUsage = add(out.memoryUsage, u.memoryUsage);
+    out.workingSet = add(out.workingSet, u.workingSet);
+    out.rss = add(out.rss, u.rss);
+    out.pageFaults = add(out.pageFaults, u.pageFaults);
+    out.majorPageFaults = add(out.majorPageFaults, u.majorPageFaults);
+    out.pids = add(out.pids, u.pids);
+  }
+  return out;
 }
 
 /**
