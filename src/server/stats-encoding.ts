@@ -29,7 +29,7 @@ const keys = (...k: string[]): ReadonlySet<string> => new Set(k);
 
 const LD = 2;
 
-/** Low and high 32 bits of a non-negative decimal int64, as protobufjs's writer takes them. */
+/** Low and high 32 bits of a non-negative decimal int64, as ProtoWriter.uintLong takes them. */
 const longs = new Map<string, { low: number; high: number }>();
 function longOf(s: string): { low: number; high: number } {
   let v = longs.get(s);

@@ -5,10 +5,11 @@ import type { RateTracker } from './rate';
 import { wallNanos, type PodSample, type Sample, type Target } from './sample';
 import type { CgroupUsage } from './usage';
 
+const add = (sum: number | undefined, v: number | undefined): number | undefined =>
+  v === undefined ? sum : (sum ?? 0) + v;
+
 /** Field-wise sum; a field is set when any reading has it. One pass, no closures: it runs for every pod at every stats call. */
 export function sumUsage(all: readonly CgroupUsage[]): CgroupUsage {
-  const add = (sum: number | undefined, v: number | undefined): number | undefined =>
-    v === undefined ? sum : (sum ?? 0) + v;
   const out: CgroupUsage = {};
   for (const u of all) {
     if (u.cpuUsageNanos !== undefined) out.cpuUsageNanos = (out.cpuUsageNanos ?? 0n) + u.cpuUsageNanos;
