@@ -7,6 +7,16 @@
  * it goes. A sub-message gets one byte for its length up front; the rare body of 128 bytes or
  * more is moved right to make room for the longer varint.
  */
+/** Writes the varint of `v` (an unsigned 32-bit value) at `p`; answers the position after it. */
+function varint32(b: Buffer, p: number, v: number): number {
+  while (v > 127) {
+    b[p++] = (v & 127) | 128;
+    v >>>= 7;
+  }
+  b[p++] = v;
+  return p;
+}
+
 export class ProtoWriter {
   private buf: Buffer;
   private pos = 0;
@@ -43,12 +53,7 @@ export class ProtoWriter {
       b[p++] = (v % 128) | 128;
       v = Math.floor(v / 128);
     }
-    while (v > 127) {
-      b[p++] = (v & 127) | 128;
-      v >>>= 7;
-    }
-    b[p++] = v;
-    this.pos = p;
+    this.pos = varint32(b, p, v);
     return this;
   }
 
@@ -62,12 +67,7 @@ export class ProtoWriter {
       low = ((low >>> 7) | (high << 25)) >>> 0;
       high >>>= 7;
     }
-    while (low > 127) {
-      b[p++] = (low & 127) | 128;
-      low >>>= 7;
-    }
-    b[p++] = low;
-    this.pos = p;
+    this.pos = varint32(b, p, low);
     return this;
   }
 
