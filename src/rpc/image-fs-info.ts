@@ -16,8 +16,12 @@ const CACHE_MS = 10_000;
  * small read per layer instead of a daemon-wide df (which on API < 1.42 also walks every
  * container's writable layer). Undefined when the store is not readable here (remote
  * daemon, containerd image store).
+ *
+ * `known` keeps each layer's size between calls: a chain id names its content, and Docker moves
+ * a layer's directory into place complete, so a size read once never changes. A node with
+ * hundreds of layers then pays one readdir per call, not hundreds of reads.
  */
-export async function layerStoreBytes(root: string): Promise<number | undefined> {
+export async function layerStoreBytes(root: string, known = new Map<string, number>()): Promise<number | undefined> {
   const imageDir = path.join(root, 'image');
   let drivers: string[];
   try {
@@ -27,22 +31,28 @@ export async function layerStoreBytes(root: string): Promise<number | undefined>
   }
   let total = 0;
   let found = false;
+  const seen = new Set<string>();
   for (const driver of drivers) {
     const layers = path.join(imageDir, driver, 'layerdb', 'sha256');
     const chains = await fsp.readdir(layers).catch(() => undefined);
     if (!chains) continue;
     found = true;
     const sizes = await Promise.all(
-      chains.map(
-        (c) =>
-          fsp
-            .readFile(path.join(layers, c, 'size'), 'utf8')
-            .then((s) => Number(s.trim()) || 0)
-            .catch(() => 0), // a layer being removed right now
-      ),
+      chains.map(async (c) => {
+        const file = path.join(layers, c, 'size');
+        seen.add(file);
+        const kept = known.get(file);
+        if (kept !== undefined) return kept;
+        // empty when the layer is being removed right now: counted as 0 and read again next time
+        const text = (await fsp.readFile(file, 'utf8').catch(() => '')).trim();
+        if (!/^\d+$/.test(text)) return 0;
+        known.set(file, Number(text));
+        return Number(text);
+      }),
     );
     total += sizes.reduce((a, b) => a + b, 0);
   }
+  for (const file of known.keys()) if (!seen.has(file)) known.delete(file);
   return found ? total : undefined;
 }
 
@@ -60,12 +70,16 @@ async function dfLayersBytes(deps: ServiceDeps): Promise<number> {
 export function imageFsInfoRpc(deps: ServiceDeps, logger: Logger = deps.logger) {
   let cached:
     { at: number; value: Promise<{ mountpoint: string; bytes: number; inodes: number; source: string }> } | undefined;
+  const layerSizes = new Map<string, number>();
 
   const measure = async (): Promise<{ mountpoint: string; bytes: number; inodes: number; source: string }> => {
     let engine = deps.engine.current();
     if (!engine.dockerRootDir) engine = await deps.engine.refresh();
     const mountpoint = engine.dockerRootDir ?? DEFAULT_ROOT;
-    const [local, st] = await Promise.all([layerStoreBytes(mountpoint), fsp.statfs(mountpoint).catch(() => undefined)]);
+    const [local, st] = await Promise.all([
+      layerStoreBytes(mountpoint, layerSizes),
+      fsp.statfs(mountpoint).catch(() => undefined),
+    ]);
     const bytes = local ?? (await dfLayersBytes(deps));
     const source = local === undefined ? 'docker df' : 'layer store';
     if (cached === undefined) logger.info('image filesystem usage measured', { mountpoint, source, usedBytes: bytes });

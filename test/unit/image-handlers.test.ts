@@ -162,6 +162,29 @@ describe('ImageFsInfo', () => {
     expect(await layerStoreBytes(path.join(root, 'missing'))).toBeUndefined();
   });
 
+  it('reads a layer once, sees layers come and go, reads a size file that was missing again', async () => {
+    const store = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-imagefs-kept-'));
+    const layer = (chain: string): string => path.join(store, 'image', 'overlay2', 'layerdb', 'sha256', chain);
+    try {
+      for (const chain of ['a', 'b', 'late']) await fsp.mkdir(layer(chain), { recursive: true });
+      await fsp.writeFile(path.join(layer('a'), 'size'), '100');
+      await fsp.writeFile(path.join(layer('b'), 'size'), '250');
+      const known = new Map<string, number>();
+      expect(await layerStoreBytes(store, known)).toBe(350);
+      // a kept size is not read again (Docker never rewrites one)
+      await fsp.writeFile(path.join(layer('a'), 'size'), '999');
+      await fsp.writeFile(path.join(layer('late'), 'size'), '7');
+      expect(await layerStoreBytes(store, known)).toBe(357);
+      await fsp.rm(layer('b'), { recursive: true });
+      await fsp.mkdir(layer('c'), { recursive: true });
+      await fsp.writeFile(path.join(layer('c'), 'size'), '40');
+      expect(await layerStoreBytes(store, known)).toBe(147);
+      expect([...known.keys()].map((f) => path.basename(path.dirname(f))).sort()).toEqual(['a', 'c', 'late']);
+    } finally {
+      await fsp.rm(store, { recursive: true, force: true });
+    }
+  });
+
   it('reports the data root with layer bytes and inodes; falls back to docker df without a local layer store', async () => {
     const engine = { current: () => ({ dockerRootDir: root }), refresh: async () => ({ dockerRootDir: root }) };
     const fs = await imageFsInfoRpc(fakeDeps({ engine }).deps)();
