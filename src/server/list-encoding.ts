@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type * as protobuf from 'protobufjs';
 import { criProtoRoot } from './proto';
+import { varint32 } from './proto-writer';
 
 /**
  * The List answers the kubelet polls every second are one repeated message
@@ -19,23 +20,14 @@ const CACHED_LISTS: Record<string, { field: string; item: string }> = {
 /** Field 1, wire type 2 (length-delimited). */
 const FIELD_1_TAG = 0x0a;
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  out.push(n);
-  return out;
-}
-
 /** Tag, length and message in a buffer of its own: a slice of Node's shared pool would keep a whole 8 KiB slab alive per entry. */
 function entryBytes(raw: Uint8Array): Buffer {
-  const head = [FIELD_1_TAG, ...varint(raw.length)];
-  const out = Buffer.allocUnsafeSlow(head.length + raw.length);
-  out.set(head, 0);
-  out.set(raw, head.length);
-  return out;
+  // a length's varint takes at most 5 bytes
+  const out = Buffer.allocUnsafeSlow(1 + 5 + raw.length);
+  out[0] = FIELD_1_TAG;
+  const at = varint32(out, 1, raw.length);
+  out.set(raw, at);
+  return out.subarray(0, at + raw.length);
 }
 
 /** A serializer for `{ [field]: item[] }` answers that encodes each item object once. */

@@ -8,7 +8,7 @@
  * more is moved right to make room for the longer varint.
  */
 /** Writes the varint of `v` (an unsigned 32-bit value) at `p`; answers the position after it. */
-function varint32(b: Buffer, p: number, v: number): number {
+export function varint32(b: Buffer, p: number, v: number): number {
   while (v > 127) {
     b[p++] = (v & 127) | 128;
     v >>>= 7;
