@@ -46,8 +46,9 @@ export async function layerStoreBytes(root: string, known = new Map<string, numb
         // empty when the layer is being removed right now: counted as 0 and read again next time
         const text = (await fsp.readFile(file, 'utf8').catch(() => '')).trim();
         if (!/^\d+$/.test(text)) return 0;
-        known.set(file, Number(text));
-        return Number(text);
+        const size = Number(text);
+        known.set(file, size);
+        return size;
       }),
     );
     total += sizes.reduce((a, b) => a + b, 0);
