@@ -1,6 +1,6 @@
 import * as path from 'path';
 import { controllerDirSync, DEFAULT_CGROUP_ROOT, type CgroupPaths } from './cgroup-path';
-import { countLines, keyedValue, readBigInt, readNumber, readText } from './files';
+import { countLines, readBigInt, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
 /**
@@ -37,15 +37,18 @@ function v1Files(cg: CgroupPaths, root: string): V1Files {
   return f;
 }
 
-/** memory.stat's hierarchical key, else the cgroup's own (keys end with the separator, see keyedValue). */
-const statKeys = (key: string): [string, string] => [`total_${key} `, `${key} `];
-const INACTIVE_FILE = statKeys('inactive_file');
-const RSS = statKeys('rss');
-const PGFAULT = statKeys('pgfault');
-const PGMAJFAULT = statKeys('pgmajfault');
-function pick(stat: string | undefined, [total, own]: [string, string]): number | undefined {
-  return keyedValue(stat, total) ?? keyedValue(stat, own);
-}
+/**
+ * The memory.stat keys a reading needs, each as its hierarchical key (`total_*`, what a pod
+ * cgroup needs) and then the cgroup's own, the fallback for kernels that lack the former.
+ */
+const STAT_KEYS = ['inactive_file', 'rss', 'pgfault', 'pgmajfault'].flatMap((k) => [
+  statKey(`total_${k} `),
+  statKey(`${k} `),
+]);
+const [INACTIVE_FILE, RSS, PGFAULT, PGMAJFAULT] = [0, 2, 4, 6];
+/** Where readKeyed puts a reading's values (used and copied out at once: no array per container). */
+const statValues: Array<number | undefined> = new Array<number | undefined>(STAT_KEYS.length);
+const pick = (at: number): number | undefined => statValues[at] ?? statValues[at + 1];
 
 /** Tasks in the cgroup: pids.current, else the processes of cgroup.procs. */
 export function readV1Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
@@ -56,15 +59,15 @@ export function readV1Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number 
 export function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: UsageWanted = {}): CgroupUsage {
   const f = v1Files(cg, root);
   const usage = readNumber(f.usage);
-  const stat = readText(f.stat);
+  readKeyed(f.stat, STAT_KEYS, statValues);
   return {
     cpuUsageNanos: readBigInt(f.cpu),
     memoryUsage: usage,
     memoryLimit: want.limit === false ? undefined : realLimit(readNumber(f.limit)),
-    workingSet: workingSet(usage, pick(stat, INACTIVE_FILE)),
-    rss: pick(stat, RSS),
-    pageFaults: pick(stat, PGFAULT),
-    majorPageFaults: pick(stat, PGMAJFAULT),
+    workingSet: workingSet(usage, pick(INACTIVE_FILE)),
+    rss: pick(RSS),
+    pageFaults: pick(PGFAULT),
+    majorPageFaults: pick(PGMAJFAULT),
     pids: want.pids === false ? undefined : readV1Pids(cg, root),
   };
 }

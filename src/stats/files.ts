@@ -42,7 +42,14 @@ function sweep(now: number, all = false): void {
   }
 }
 
-function readOpenFile(file: string): string | undefined {
+/** Length of what the last readOpenBytes put in the buffer it answered. */
+let bytesLen = 0;
+
+/**
+ * A cgroup file's bytes: in the shared buffer (valid until the next read) or, for a file longer
+ * than that, a buffer of its own; `bytesLen` says how many are the file's.
+ */
+function readOpenBytes(file: string): Buffer | undefined {
   const now = Date.now();
   if (now - lastSweep > IDLE_MS) sweep(now);
   let e = openFiles.get(file);
@@ -60,14 +67,28 @@ function readOpenFile(file: string): string | undefined {
   e.used = now;
   try {
     const n = readSync(e.fd, readBuf, 0, readBuf.length, 0);
-    // longer than the buffer (a big cgroup.procs): read it whole
-    return n < readBuf.length ? readBuf.toString('utf8', 0, n) : readTextSync(file);
+    if (n < readBuf.length) {
+      bytesLen = n;
+      return readBuf;
+    }
   } catch {
     // the cgroup was removed (ENODEV) or replaced: forget this fd; a new cgroup of that name is opened next time
     openFiles.delete(file);
     closeSync(e.fd);
     return undefined;
   }
+  // longer than the buffer (a big cgroup.procs): read it whole
+  try {
+    const whole = readFileSync(file);
+    bytesLen = whole.length;
+    return whole;
+  } catch {
+    return undefined;
+  }
+}
+
+function readOpenFile(file: string): string | undefined {
+  return readOpenBytes(file)?.toString('utf8', 0, bytesLen);
 }
 
 /**
@@ -97,60 +118,64 @@ export function closeCgroupFiles(): void {
   sweep(Date.now(), true);
 }
 
-/** A cgroup file's text, or undefined when it is missing or gone. */
-export function readText(file: string): string | undefined {
-  return readOpenFile(file);
-}
-
-/** A file holding one unsigned integer; `max` and garbage read as undefined. */
+/** A file holding one unsigned integer; `max` and garbage read as undefined. Parsed from its bytes: no string per file. */
 export function readNumber(file: string): number | undefined {
-  const t = readOpenFile(file);
-  return t === undefined ? undefined : uintAt(t, 0);
+  const b = readOpenBytes(file);
+  return b && uintAt(b, 0, bytesLen);
 }
 
 /** Same, as a bigint: cumulative CPU nanoseconds outgrow 2^53 on big, long-lived hosts. */
 export function readBigInt(file: string): bigint | undefined {
-  const t = readOpenFile(file)?.trim();
-  return t && isDigits(t) ? BigInt(t) : undefined;
+  const b = readOpenBytes(file);
+  if (!b) return undefined;
+  const v = uintAt(b, 0, bytesLen);
+  if (v === undefined) return undefined;
+  // exact below 2^53; past it, from the digits as text
+  return Number.isSafeInteger(v) ? BigInt(v) : BigInt(b.toString('latin1', 0, bytesLen).trim());
 }
 
 /**
- * The value of one `key value` line of a flat keyed file (memory.stat, cpu.stat), found
- * without splitting the text: a container's memory.stat has dozens of lines and a stats
- * call needs four of them, for every container. `key` must end with the separator
- * (`'rss '`), so a key never matches a longer one (`rss_huge`) or a suffix (`total_rss`).
+ * A key of a flat keyed file (memory.stat, cpu.stat) as the bytes that find its line. The key
+ * must end with the separator (`'rss '`), so it never matches a longer key (`rss_huge`), and
+ * the newline in front keeps it from matching a suffix (`total_rss`).
  */
-export function keyedValue(text: string | undefined, key: string): number | undefined {
-  if (!text) return undefined;
-  if (text.startsWith(key)) return uintAt(text, key.length);
-  const at = text.indexOf(`\n${key}`);
-  return at < 0 ? undefined : uintAt(text, at + 1 + key.length);
+export const statKey = (key: string): Buffer => Buffer.from(`\n${key}`, 'latin1');
+
+/** The value on `key`'s line of a keyed file's bytes, else undefined. */
+export function keyedValue(text: Buffer, key: Buffer): number | undefined {
+  // the first line has no newline in front
+  const head = key.length - 1;
+  if (text.length >= head && text.compare(key, 1, key.length, 0, head) === 0) return uintAt(text, head, text.length);
+  const at = text.indexOf(key);
+  return at < 0 ? undefined : uintAt(text, at + key.length, text.length);
+}
+
+/**
+ * Reads a keyed file once and looks each of `keys` up in its bytes, into `out` (undefined for
+ * a missing key or an unreadable file). A container's memory.stat has dozens of lines and a
+ * stats call needs four of them, for every container: no text is made of it.
+ */
+export function readKeyed(file: string, keys: readonly Buffer[], out: Array<number | undefined>): void {
+  const text = readOpenBytes(file)?.subarray(0, bytesLen);
+  for (let i = 0; i < keys.length; i++) out[i] = text && keyedValue(text, keys[i]);
 }
 
 /** The unsigned integer from `start` to the end of its line (trailing blanks allowed), else undefined. */
-function uintAt(text: string, start: number): number | undefined {
+function uintAt(b: Buffer, start: number, end: number): number | undefined {
   let v = 0;
   let i = start;
-  for (; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+  for (; i < end; i++) {
+    const c = b[i];
     if (c < 48 || c > 57) break;
     v = v * 10 + (c - 48);
   }
   if (i === start) return undefined;
-  for (; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+  for (; i < end; i++) {
+    const c = b[i];
     if (c === 10) break;
     if (c !== 32 && c !== 9 && c !== 13) return undefined;
   }
   return v;
-}
-
-function isDigits(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 48 || c > 57) return false;
-  }
-  return true;
 }
 
 /** Non-empty lines of a file (cgroup.procs: one pid per line). */

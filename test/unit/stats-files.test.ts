@@ -1,7 +1,18 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { closeCgroupFiles, keyedValue, readBigInt, readNumber } from '../../src/stats/files';
+import {
+  closeCgroupFiles,
+  keyedValue as keyedIn,
+  readBigInt,
+  readKeyed,
+  readNumber,
+  statKey,
+} from '../../src/stats/files';
+
+/** keyedValue over text, as the tests write it. */
+const keyedValue = (text: string | undefined, key: string): number | undefined =>
+  text === undefined ? undefined : keyedIn(Buffer.from(text), statKey(key));
 
 describe('keyedValue', () => {
   const stat = 'cache 100\nrss 999\nrss_huge 7\ninactive_file 5\ntotal_rss 4096\ntotal_inactive_file 2048\n';
@@ -52,5 +63,36 @@ describe('single-value cgroup files', () => {
     expect(readNumber(file)).toBe(1);
     await fsp.writeFile(file, '22\n');
     expect(readNumber(file)).toBe(22);
+  });
+
+  it("a short file read after a longer one sees none of the longer file's bytes", async () => {
+    const long = path.join(dir, 'long');
+    const short = path.join(dir, 'short');
+    await fsp.writeFile(long, 'cache 1\nrss 2\ntotal_rss 3\npgfault 123456789\n');
+    await fsp.writeFile(short, 'cache 9\n');
+    const keys = ['cache ', 'total_rss ', 'pgfault '].map(statKey);
+    const out: Array<number | undefined> = [];
+    readKeyed(long, keys, out);
+    expect(out).toEqual([1, 3, 123456789]);
+    readKeyed(short, keys, out);
+    expect(out).toEqual([9, undefined, undefined]);
+    await fsp.writeFile(short, '7\n');
+    await fsp.writeFile(long, '123456789\n');
+    expect(readNumber(long)).toBe(123456789);
+    expect(readNumber(short)).toBe(7);
+  });
+
+  it('a missing keyed file leaves every value undefined', () => {
+    const out: Array<number | undefined> = [1, 2];
+    readKeyed(path.join(dir, 'none'), [statKey('a '), statKey('b ')], out);
+    expect(out).toEqual([undefined, undefined]);
+  });
+
+  it('a keyed file longer than the shared buffer is read whole', async () => {
+    const file = path.join(dir, 'huge');
+    await fsp.writeFile(file, `${'pad 1\n'.repeat(20_000)}wanted 42\n`);
+    const out: Array<number | undefined> = [];
+    readKeyed(file, [statKey('wanted ')], out);
+    expect(out).toEqual([42]);
   });
 });
