@@ -1,5 +1,5 @@
 import { createHash } from 'crypto';
-import { promises as fsp } from 'fs';
+import { promises as fsp, statSync } from 'fs';
 import * as path from 'path';
 import type { Logger } from '../logging/logger';
 import { assetPath, readAsset } from '../assets';
@@ -96,6 +96,15 @@ export async function writeFileAtomic(file: string, content: string, mode = 0o60
     await dir.sync();
   } finally {
     await dir.close();
+  }
+}
+
+/** A directory's mtime in ns, or undefined when it cannot be read (missing, no permission). */
+function dirMtime(dir: string): bigint | undefined {
+  try {
+    return statSync(dir, { bigint: true, throwIfNoEntry: false })?.mtimeNs;
+  } catch {
+    return undefined;
   }
 }
 
@@ -199,11 +208,10 @@ export async function createCheckpointStore(
       await fsp.rm(path.join(dir, sandboxId), { force: true });
     },
     async list() {
-      // every ListPodSandbox asks: read the directory again only when an entry was added, renamed or removed
-      const mtime = await fsp.stat(dir, { bigint: true }).then(
-        (st) => st.mtimeNs,
-        () => undefined,
-      );
+      // every ListPodSandbox asks: read the directory again only when an entry was added, renamed
+      // or removed. A synchronous stat: one local inode, where the promise API's thread-pool hop
+      // would wake a worker thread and then the event loop at each relist of the kubelet.
+      const mtime = dirMtime(dir);
       if (listed && mtime !== undefined && listed.mtime === mtime) return [...listed.ids];
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
       const ids = names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
