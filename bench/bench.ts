@@ -19,12 +19,11 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import Docker from 'dockerode';
-import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { startReplayFloor } from './replay-floor';
 import { churn, churnAcrossRestarts } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
@@ -90,6 +89,8 @@ interface Daemon {
   proc: ChildProcess;
   runtime: RuntimeServiceClient;
   image: ImageServiceClient;
+  /** Where the daemon listens (`unix://...`). */
+  endpoint: string;
   dir: string;
   /** Docker API requests crishim made so far, counted by the proxy it talks through. */
   dockerRequests(): number;
@@ -182,25 +183,19 @@ async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   );
   let log = '';
   proc.stderr?.on('data', (c: Buffer) => (log += c.toString()));
-  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  const runtime = new proto.runtime.v1.RuntimeService(
-    `unix://${socket}`,
-    grpc.credentials.createInsecure(),
-  ) as unknown as RuntimeServiceClient;
-  const image = new proto.runtime.v1.ImageService(
-    `unix://${socket}`,
-    grpc.credentials.createInsecure(),
-  ) as unknown as ImageServiceClient;
+  const { runtime, image } = connectCri(`unix://${socket}`, REPO);
   for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
   if (!existsSync(socket)) throw new Error(`crishim did not start; log: ${log}`);
-  return { proc, runtime, image, dir, dockerRequests: proxy.count, closeProxy: proxy.close, memoryReport };
+  return {
+    proc,
+    runtime,
+    image,
+    endpoint: `unix://${socket}`,
+    dir,
+    dockerRequests: proxy.count,
+    closeProxy: proxy.close,
+    memoryReport,
+  };
 }
 
 function rpc<T>(d: Pick<Daemon, 'runtime'>, method: string, req: unknown): Promise<T> {
@@ -452,18 +447,7 @@ async function startLogDaemon(): Promise<LogDaemon> {
     '--log-format',
     'json',
   ];
-  const def = protoLoader.loadSync(path.join(REPO, 'proto', 'runtime', 'v1', 'api.proto'), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  const runtime = new proto.runtime.v1.RuntimeService(
-    `unix://${socket}`,
-    grpc.credentials.createInsecure(),
-  ) as unknown as RuntimeServiceClient;
+  const { runtime } = connectCri(`unix://${socket}`, REPO);
   const launch = async (): Promise<ChildProcess> => {
     await fsp.rm(socket, { force: true });
     const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -735,6 +719,7 @@ async function main(): Promise<void> {
           ...target,
           imageFsInfo: () =>
             new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
+          replayFloor: (podId) => startReplayFloor(d.endpoint, REPO, podId),
         },
         docker,
         loadSizesNow,

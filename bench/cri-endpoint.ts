@@ -24,14 +24,19 @@ export interface CompareSpec {
   pid: string;
 }
 
-export function connectCri(endpoint: string, repo: string): CriClient {
-  const def = protoLoader.loadSync(path.join(repo, 'proto', 'runtime', 'v1', 'api.proto'), {
+/** The CRI package as the bench's clients load it (the options decide how answers are decoded). */
+export function loadCriDefinition(repo: string): protoLoader.PackageDefinition {
+  return protoLoader.loadSync(path.join(repo, 'proto', 'runtime', 'v1', 'api.proto'), {
     keepCase: true,
     longs: String,
     enums: String,
     defaults: true,
     oneofs: true,
   });
+}
+
+export function connectCri(endpoint: string, repo: string): CriClient {
+  const def = loadCriDefinition(repo);
   const proto = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
   const runtime = new proto.runtime.v1.RuntimeService(
     endpoint,

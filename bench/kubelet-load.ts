@@ -12,6 +12,7 @@
 import { readFileSync } from 'fs';
 import Docker from 'dockerode';
 import { cpuNs, pct, rssMiB } from './measure';
+import type { ReplayFloor } from './replay-floor';
 
 export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
@@ -23,6 +24,8 @@ export interface LoadTarget {
   removePod(id: string): Promise<void>;
   /** Docker API requests crishim made so far. */
   dockerRequests(): number;
+  /** A server replaying crishim's answers about this pod and the node (bench/replay-floor.ts), for the floor. */
+  replayFloor?(podId: string): Promise<ReplayFloor>;
 }
 
 export interface LoadSizes {
@@ -116,6 +119,22 @@ export async function drive(
   return out;
 }
 
+/** The kubelet's loops against a replaying server (same pods, same client): the floor under crishim's figures. */
+async function replayPhase(
+  start: (podId: string) => Promise<ReplayFloor>,
+  pods: string[],
+  sizes: LoadSizes,
+  dockerd: number,
+): Promise<PhaseResult & { rssMiB: number }> {
+  const floor = await start(pods[0]);
+  try {
+    const figures = await drive(criCalls(floor), pods, sizes, floor.pid, dockerd);
+    return { ...figures, rssMiB: rssMiB(floor.pid) };
+  } finally {
+    await floor.close();
+  }
+}
+
 export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
   let next = 0;
@@ -155,6 +174,8 @@ export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<
 export interface LoadFigures {
   crishim: PhaseResult & { rssMiB: number };
   raw: PhaseResult;
+  /** The same loops against a server that replays crishim's answers and does nothing else. */
+  floor?: PhaseResult & { rssMiB: number };
 }
 
 export async function kubeletLoad(
@@ -248,7 +269,25 @@ export async function kubeletLoad(
       '-',
       `${cri.errors + raw.errors} errors${cri.firstError || raw.firstError ? ` (${(cri.firstError || raw.firstError).slice(0, 80)})` : ''}`,
     );
-    return { crishim: { ...cri, rssMiB: rss }, raw };
+    const floor = t.replayFloor && (await replayPhase(t.replayFloor, pods, sizes, dockerd));
+    if (floor) {
+      const vs = (what: string, mine: number[], its: number[]): void =>
+        record(
+          `${tag}: ${what} p50 / p99, crishim vs a server replaying its answers (the floor)`,
+          `${ms(pct(mine, 50))} / ${ms(pct(mine, 99))}`,
+          `${ms(pct(its, 50))} / ${ms(pct(its, 99))}`,
+          (pct(mine, 50) / pct(its, 50)).toFixed(2),
+        );
+      vs('relist', cri.relist, floor.relist);
+      vs('stats round', cri.stats, floor.stats);
+      record(
+        `${tag}: runtime CPU %, crishim vs the replaying server`,
+        `${cri.cpuPct.toFixed(2)} %`,
+        `${floor.cpuPct.toFixed(2)} %`,
+        (cri.cpuPct / floor.cpuPct).toFixed(2),
+      );
+    }
+    return { crishim: { ...cri, rssMiB: rss }, raw, floor };
   } finally {
     await mapLimit(pods.length, 8, (i) => t.removePod(pods[i]).catch(() => undefined));
   }
