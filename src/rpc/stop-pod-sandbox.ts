@@ -7,6 +7,7 @@ import { tearDownNetwork } from '../sandbox/network';
 import { sandboxMembers } from '../sandbox/members';
 import { stopQuietly } from '../container/stop-quietly';
 import { checkId } from '../cri/validation';
+import { releaseNetDev } from '../stats/netdev';
 
 /** The pause process exits on SIGTERM at once; the grace period only covers a wedged one. */
 const SANDBOX_STOP_GRACE_SECONDS = 10;
@@ -49,6 +50,8 @@ export function stopPodSandbox(deps: ServiceDeps) {
     } catch (err) {
       throw fromDockerError(err, `StopPodSandbox ${rec.id}`);
     }
+    // stats keep the pause process's net/dev open, which holds the netns: let it go with the pod
+    if (rec.container?.State.Pid) releaseNetDev(rec.container.State.Pid);
     ctx.log.info('pod sandbox stopped');
     return {};
   };

@@ -2,7 +2,7 @@ import type { DockerEngine } from '../docker/engine';
 import { log, type Logger } from '../logging/logger';
 import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
-import { readNetDev, type InterfaceUsage } from './netdev';
+import { readNetDev, releaseNetDev, type InterfaceUsage } from './netdev';
 import { readPodUsage } from './pod-usage';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
@@ -102,6 +102,22 @@ export function createStatsCollector(
       signal,
     });
   const podSources = { rates: src.rates, cgroupRoot: src.cgroupRoot, procRoot: proc };
+  /** The pause pid each pod's interfaces were last read through: its kept fd holds the netns (netdev.ts). */
+  const netnsPids = new Map<string, number>();
+  const releaseNetns = (sandboxId: string): void => {
+    const pid = netnsPids.get(sandboxId);
+    if (pid === undefined) return;
+    netnsPids.delete(sandboxId);
+    releaseNetDev(pid, proc);
+  };
+  const trackNetns = (sandbox: Target, pause: Sample): void => {
+    const f = pause.facts;
+    const pid = sandbox.running && f && !f.hostNetwork ? f.pid : 0;
+    if (netnsPids.get(sandbox.id) === pid) return;
+    // stopped, or a new pause process: the old one's namespace is let go at once
+    releaseNetns(sandbox.id);
+    if (pid > 0) netnsPids.set(sandbox.id, pid);
+  };
 
   const pods: StatsCollector['pods'] = async (list, signal) => {
     const pauses = await settled(
@@ -110,6 +126,7 @@ export function createStatsCollector(
       signal,
     );
     const firstSight = list.map((p) => p.sandbox.running && !src.rates.has(`pod:${p.sandbox.id}`));
+    list.forEach((p, i) => trackNetns(p.sandbox, pauses[i]));
     const out = list.map((p, i) => readPodUsage(podSources, p.sandbox, pauses[i], p.members));
     // a pod cgroup read for the first time has no CPU rate yet: one more look, as for containers
     const again = list
@@ -143,6 +160,7 @@ export function createStatsCollector(
       recent.forget(keep);
       src.layers.forget(keep);
       src.rates.prune((key) => (key.startsWith('pod:') ? kind !== 'sandbox' || ids.has(key.slice(4)) : keep(key)));
+      if (kind === 'sandbox') for (const id of netnsPids.keys()) if (!ids.has(id)) releaseNetns(id);
       // deleting the entry being visited is safe in a Map's iteration
       for (const [id, k] of kinds) {
         if (k === kind && !ids.has(id)) {

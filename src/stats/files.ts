@@ -20,25 +20,30 @@ export function readTextSync(file: string): string | undefined {
  * Open cgroup files, re-read with one pread at offset 0 (cgroupfs regenerates the text on
  * each read): a third of the CPU of open+fstat+read+close at every call (measured at 220
  * containers: ~19 us against ~66 us for a container's five files). An fd unused for a
- * minute is closed, so a removed cgroup is not pinned for longer than that (the kubelet
- * reads live ones every 10 s); a failed read closes it at once.
+ * minute is closed by the next sweep (a timer, every minute while any is open), so a
+ * removed cgroup is not pinned for more than two (the kubelet reads live ones every 10 s);
+ * a failed read closes it at once.
  */
 const openFiles = new Map<string, { fd: number; used: number }>();
 const IDLE_MS = 60_000;
 const MAX_OPEN = 4096;
-let lastSweep = Date.now();
 const readBuf = Buffer.allocUnsafe(64 * 1024);
+let sweeper: NodeJS.Timeout | undefined;
+
+function closeEntry(file: string, fd: number): void {
+  openFiles.delete(file);
+  try {
+    closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+}
 
 function sweep(now: number, all = false): void {
-  lastSweep = now;
-  for (const [file, e] of openFiles) {
-    if (!all && now - e.used < IDLE_MS) continue;
-    openFiles.delete(file);
-    try {
-      closeSync(e.fd);
-    } catch {
-      /* already closed */
-    }
+  for (const [file, e] of openFiles) if (all || now - e.used >= IDLE_MS) closeEntry(file, e.fd);
+  if (openFiles.size === 0 && sweeper) {
+    clearInterval(sweeper);
+    sweeper = undefined;
   }
 }
 
@@ -51,7 +56,6 @@ let bytesLen = 0;
  */
 function readOpenBytes(file: string): Buffer | undefined {
   const now = Date.now();
-  if (now - lastSweep > IDLE_MS) sweep(now);
   let e = openFiles.get(file);
   if (!e) {
     if (openFiles.size >= MAX_OPEN) sweep(now, true);
@@ -63,6 +67,8 @@ function readOpenBytes(file: string): Buffer | undefined {
     }
     e = { fd, used: now };
     openFiles.set(file, e);
+    // unref'd: an idle daemon's last fds still close, and the timer keeps no process alive
+    sweeper ??= setInterval(() => sweep(Date.now()), IDLE_MS).unref();
   }
   e.used = now;
   try {
@@ -73,8 +79,7 @@ function readOpenBytes(file: string): Buffer | undefined {
     }
   } catch {
     // the cgroup was removed (ENODEV) or replaced: forget this fd; a new cgroup of that name is opened next time
-    openFiles.delete(file);
-    closeSync(e.fd);
+    closeEntry(file, e.fd);
     return undefined;
   }
   // longer than the buffer (a big cgroup.procs): read it whole
@@ -91,26 +96,15 @@ function readOpenFile(file: string): string | undefined {
   return readOpenBytes(file)?.toString('utf8', 0, bytesLen);
 }
 
-/**
- * A file read through the shared buffer and closed at once, for files whose fd must not be
- * kept: an open /proc/<pid>/net/dev holds the pod's network namespace (and its veth) alive.
- * Saves readFileSync's fstat and buffer allocation.
- */
-export function readTextOnce(file: string): string | undefined {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch {
-    return undefined;
-  }
-  try {
-    const n = readSync(fd, readBuf, 0, readBuf.length, 0);
-    return n < readBuf.length ? readBuf.toString('utf8', 0, n) : readTextSync(file);
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
-  }
+/** A kept-open file's text (see openFiles), for callers that need text rather than numbers. */
+export function readHeld(file: string): string | undefined {
+  return readOpenFile(file);
+}
+
+/** Closes a kept-open file now, if it is open (its owner is gone: see netdev.ts). */
+export function closeHeld(file: string): void {
+  const e = openFiles.get(file);
+  if (e) closeEntry(file, e.fd);
 }
 
 /** Closes every cached cgroup file (tests, shutdown). */

@@ -1,4 +1,4 @@
-import { readTextOnce } from './files';
+import { closeHeld, readHeld } from './files';
 
 export interface InterfaceUsage {
   name: string;
@@ -50,7 +50,22 @@ function countersAt(text: string, at: number, end: number): number {
   return n;
 }
 
+/**
+ * A pod's interfaces, through an fd kept open from one stats call to the next: opening
+ * /proc/<pid>/net/dev costs the kernel a namespace lookup, several times a read (measured:
+ * ~10 us against ~2 us, 110 pods a call). The open fd holds the pod's network namespace,
+ * so it is closed as soon as the pod is done with: when crishim stops the sandbox
+ * (releaseNetDev), when a stats call finds its pause container no longer running (the
+ * collector), and in any case within two minutes of its last read (files.ts).
+ */
 export function readNetDev(pid: number, proc = '/proc'): InterfaceUsage[] | undefined {
-  const text = readTextOnce(`${proc}/${pid}/net/dev`);
+  const text = readHeld(netDevFile(pid, proc));
   return text === undefined ? undefined : parseNetDev(text);
 }
+
+/** Lets go of a pause process's network namespace (see readNetDev). */
+export function releaseNetDev(pid: number, proc = '/proc'): void {
+  closeHeld(netDevFile(pid, proc));
+}
+
+const netDevFile = (pid: number, proc: string): string => `${proc}/${pid}/net/dev`;

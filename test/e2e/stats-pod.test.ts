@@ -278,3 +278,37 @@ it('serves cAdvisor metrics whose label values match the descriptors', async () 
     sharedMetrics?.metrics?.some((x) => x.name === 'container_network_receive_bytes_total' && n(x.value) > 20 * 1000),
   ).toBe(true);
 });
+
+/** The daemon's fds open on `file` (a kept /proc/<pid>/net/dev holds that pod's netns). */
+async function daemonFdsOn(file: string): Promise<number> {
+  const dir = `/proc/${h.proc.pid}/fd`;
+  const fds = await fsp.readdir(dir);
+  const targets = await Promise.all(fds.map((fd) => fsp.readlink(`${dir}/${fd}`).catch(() => '')));
+  return targets.filter((t) => t === file).length;
+}
+
+const pausePid = (id: string): number =>
+  Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id], { encoding: 'utf8' }).trim());
+
+it("lets go of a pod's network namespace when the pod stops, or its pause dies behind crishim", async () => {
+  const stopped = await runPod('stats-netns-stop');
+  const killed = await runPod('stats-netns-kill');
+  const files = [stopped, killed].map((p) => `/proc/${pausePid(p.id)}/net/dev`);
+  const { stats } = await call(h.runtime, 'ListPodSandboxStats', {});
+  for (const p of [stopped, killed]) {
+    expect(stats.find((s) => s.attributes?.id === p.id)?.linux?.network?.default_interface?.name).toBe('eth0');
+  }
+  for (const f of files) expect(await daemonFdsOn(f)).toBe(1);
+
+  await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: stopped.id });
+  expect(await daemonFdsOn(files[0])).toBe(0);
+
+  execFileSync('docker', ['kill', killed.id], { stdio: 'ignore' });
+  await until(
+    'the killed pod reads as not ready',
+    async () => (await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: killed.id })).status?.state,
+    (s) => s === 'SANDBOX_NOTREADY',
+  );
+  await call(h.runtime, 'ListPodSandboxStats', {});
+  expect(await daemonFdsOn(files[1])).toBe(0);
+});

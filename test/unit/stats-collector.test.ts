@@ -65,6 +65,13 @@ function v1(
 const procCgroup = (cg: string): string => `8:pids:${cg}\n4:memory:${cg}\n2:cpuacct:${cg}\n`;
 
 const logger = createLogger('error', 'json');
+
+/** How many of this process's fds are open on `file`. */
+async function fdsOn(file: string): Promise<number> {
+  const fds = await fsp.readdir('/proc/self/fd');
+  const targets = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+  return targets.filter((t) => t === file).length;
+}
 let dir: string;
 let cgRoot: string;
 let proc: string;
@@ -181,6 +188,25 @@ describe('stats collector', () => {
       '/var/lib/docker',
     );
     expect(stats.linux?.memory?.available_bytes?.value).toBe(100_000 - (50_000 - 100));
+  });
+
+  it("lets a pod's kept net/dev go (it holds the netns) once the pod stops or is gone", async () => {
+    await tree(cgRoot, v1(`/docker/${SB}`, 1_000, 10_000, { pids: 1 }));
+    await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '100/net/dev': NETDEV });
+    const { docker } = fakeDocker(new Map([[SB, { pid: 100 }]]));
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const netDev = path.join(proc, '100', 'net', 'dev');
+    const running = await col.pods([{ sandbox: { id: SB, running: true }, members: [] }]);
+    expect(running[0].network).toHaveLength(1);
+    expect(await fdsOn(netDev)).toBe(1);
+    await col.pods([{ sandbox: { id: SB, running: true }, members: [] }]);
+    expect(await fdsOn(netDev)).toBe(1); // kept, not opened again
+    await col.pods([{ sandbox: { id: SB, running: false }, members: [] }]);
+    expect(await fdsOn(netDev)).toBe(0);
+    await col.pods([{ sandbox: { id: SB, running: true }, members: [] }]);
+    expect(await fdsOn(netDev)).toBe(1);
+    col.retain(new Set(), 'sandbox');
+    expect(await fdsOn(netDev)).toBe(0);
   });
 
   it("a pod under Docker's shared parent is the sum of its containers, pause included", async () => {
