@@ -2,7 +2,7 @@ import type { DockerEngine } from '../docker/engine';
 import { log, type Logger } from '../logging/logger';
 import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
-import { readNetDev, releaseNetDev, type InterfaceUsage } from './netdev';
+import { releaseNetDev } from './netdev';
 import { readPodUsage } from './pod-usage';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
@@ -24,8 +24,6 @@ export interface StatsCollector {
   retain(ids: Set<string>, kind?: TargetKind): void;
   /** One container (kept for callers that sample one at a time). */
   sample(id: string, running: boolean): Promise<Sample>;
-  /** Interfaces of the netns a container's process lives in (the pod's, for a pause container). */
-  network(id: string): Promise<InterfaceUsage[] | undefined>;
 }
 
 export interface CollectorOptions {
@@ -170,9 +168,5 @@ export function createStatsCollector(
       }
     },
     sample: (id, running) => fresh({ id, running }, 'container'),
-    async network(id) {
-      const f = await src.facts.resolve(id, true);
-      return f && f.pid > 0 && !f.hostNetwork ? readNetDev(f.pid, proc) : undefined;
-    },
   };
 }
