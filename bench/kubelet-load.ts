@@ -273,7 +273,7 @@ export async function kubeletLoad(
     if (floor) {
       const vs = (what: string, mine: number[], its: number[]): void =>
         record(
-          `${tag}: ${what} p50 / p99, crishim vs a server replaying its answers (the floor)`,
+          `${tag}: ${what} p50 / p99, crishim vs grpc-js replaying its answers (a Node server's floor)`,
           `${ms(pct(mine, 50))} / ${ms(pct(mine, 99))}`,
           `${ms(pct(its, 50))} / ${ms(pct(its, 99))}`,
           (pct(mine, 50) / pct(its, 50)).toFixed(2),
@@ -281,7 +281,7 @@ export async function kubeletLoad(
       vs('relist', cri.relist, floor.relist);
       vs('stats round', cri.stats, floor.stats);
       record(
-        `${tag}: runtime CPU %, crishim vs the replaying server`,
+        `${tag}: runtime CPU %, crishim vs grpc-js replaying its answers`,
         `${cri.cpuPct.toFixed(2)} %`,
         `${floor.cpuPct.toFixed(2)} %`,
         (cri.cpuPct / floor.cpuPct).toFixed(2),

@@ -1,7 +1,8 @@
 /**
  * The floor under the kubelet load's figures: the same client and loops against
  * bench/replay-server.ts, which answers with crishim's own bytes and does nothing else.
- * What crishim takes beyond it is crishim's; what the floor takes, no server work can remove.
+ * What crishim takes beyond it is crishim's; what the floor takes, no work inside a grpc-js
+ * server can remove.
  */
 import { spawn } from 'child_process';
 import { promises as fsp } from 'fs';

@@ -2,7 +2,8 @@
  * A CRI server that does no work: it answers each call with bytes recorded from crishim
  * (bench/replay-floor.ts), picked by the request's bytes, else the method's default. Run as
  * its own process, under the same client and load as crishim, it shows what the transport,
- * grpc-js and the client cost by themselves: the floor under crishim's latency and CPU.
+ * grpc-js and the client cost by themselves: the floor under the latency and CPU of any
+ * runtime written on grpc-js (a Go server, containerd's, has a lower one).
  *   node replay-server.js SOCKET ANSWERS_JSON
  */
 import { readFileSync } from 'fs';

@@ -104,8 +104,8 @@ export async function compareKubeletLoad(
     String(base.raw.errors),
   ]);
   rows.push(row('crishim', base.crishim, true));
-  // no runtime can go below it: the same client and transport, a server that only replays answers
-  if (base.floor) rows.push(row('replaying server (floor)', base.floor, false));
+  // the floor for a Node runtime: same client and transport, a grpc-js server that only replays answers
+  if (base.floor) rows.push(row('grpc-js replaying crishim (floor)', base.floor, false));
   const others: Array<[CompareTarget, Figures]> = [];
   for (const t of targets) {
     const f = await loadOn(t, sizes);
