@@ -203,7 +203,7 @@ function rpc<T>(d: Pick<Daemon, 'runtime'>, method: string, req: unknown): Promi
 }
 
 let podSeq = 0;
-function pod(hostNetwork: boolean): Record<string, unknown> {
+function pod(hostNetwork: boolean, cgroupParent?: string): Record<string, unknown> {
   podSeq++;
   return {
     metadata: {
@@ -213,7 +213,10 @@ function pod(hostNetwork: boolean): Record<string, unknown> {
       attempt: 0,
     },
     labels: { 'crishim-bench': 'true' },
-    linux: hostNetwork ? { security_context: { namespace_options: { network: 'NODE' } } } : {},
+    linux: {
+      ...(hostNetwork ? { security_context: { namespace_options: { network: 'NODE' } } } : {}),
+      ...(cgroupParent ? { cgroup_parent: cgroupParent } : {}),
+    },
   };
 }
 
@@ -222,8 +225,9 @@ async function runPodWithApp(
   d: Pick<Daemon, 'runtime'>,
   hostNetwork: boolean,
   onSandbox: (id: string) => void = () => undefined,
+  cgroupParent?: string,
 ): Promise<string> {
-  const config = pod(hostNetwork);
+  const config = pod(hostNetwork, cgroupParent);
   const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
   onSandbox(id);
   const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
@@ -733,7 +737,12 @@ async function main(): Promise<void> {
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
     if (wanted('churn-restart'))
       await churnAcrossRestarts((engine) => startDaemon({ engine }), docker, BUSYBOX, SMOKE ? 1 : 50, record);
-    if (wanted('stats-cost')) await statsCost(target, statsCostSizes, record);
+    if (wanted('stats-cost')) {
+      // a pod cgroup of the kubelet's shape is a path only under the cgroupfs driver
+      const cgroupfs = (await docker.info()).CgroupDriver === 'cgroupfs';
+      const runPodIn = (parent: string): Promise<string> => runPodWithApp(d, false, undefined, parent);
+      await statsCost({ ...target, runPodIn: cgroupfs ? runPodIn : undefined }, statsCostSizes, record);
+    }
     if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
   } finally {
     for (const c of clients) c.close();

@@ -5,7 +5,12 @@
  * wall clock of a call but not the CPU the daemon burns on it. Each call is made alone,
  * further apart than the collector's sample reuse window, so every call reads every file.
  * Profile what it measures with CRISHIM_BENCH_NODE_FLAGS=--cpu-prof (see bench.ts).
+ * It runs twice where the target can: pods under Docker's shared parent (their totals are
+ * the sum of their containers), then each pod in a cgroup of its own, as the kubelet makes
+ * them (`linux.cgroup_parent`; read as the pod cgroup).
  */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
 import { cpuNs, pct } from './measure';
 
 export interface StatsCostTarget {
@@ -13,6 +18,8 @@ export interface StatsCostTarget {
   call<T>(method: string, req: unknown): Promise<T>;
   runPod(): Promise<string>;
   removePod(id: string): Promise<void>;
+  /** Starts a pod whose sandbox has this cgroup parent (cgroupfs driver), when the target can. */
+  runPodIn?(cgroupParent: string): Promise<string>;
 }
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
@@ -37,25 +44,53 @@ export async function statsCost(
   sizes: { pods: number; calls: number },
   record: Record4,
 ): Promise<void> {
+  await costAt(t, sizes, record, '', () => t.runPod());
+  const runPodIn = t.runPodIn;
+  if (!runPodIn) return;
+  // nested, as the kubelet's kubepods/<qos>/pod<uid>
+  const root = `/crishim-bench-${process.pid}`;
+  let n = 0;
+  const parents: string[] = [];
+  try {
+    await costAt(t, sizes, record, ', a cgroup each', () => {
+      const parent = `${root}/pod${n++}`;
+      parents.push(parent);
+      return runPodIn(parent);
+    });
+  } finally {
+    await removeCgroups([...parents, root]);
+  }
+}
+
+/** Removes cgroup directories Docker made for the pods' parents (empty once their pods are gone), in every hierarchy. */
+async function removeCgroups(dirs: string[]): Promise<void> {
+  const hierarchies = await fsp.readdir('/sys/fs/cgroup').catch(() => [] as string[]);
+  for (const dir of dirs)
+    for (const h of ['', ...hierarchies])
+      await fsp.rmdir(path.posix.join('/sys/fs/cgroup', h, dir)).catch(() => undefined);
+}
+
+async function costAt(
+  t: StatsCostTarget,
+  sizes: { pods: number; calls: number },
+  record: Record4,
+  shape: string,
+  runPod: () => Promise<string>,
+): Promise<void> {
   const pods: string[] = [];
   try {
     for (let i = 0; i < sizes.pods; i += 8) {
-      await Promise.all(Array.from({ length: Math.min(8, sizes.pods - i) }, async () => pods.push(await t.runPod())));
+      await Promise.all(Array.from({ length: Math.min(8, sizes.pods - i) }, async () => pods.push(await runPod())));
     }
-    // first sight of each container: facts, CPU rate baselines, writable-layer walks
     await t.call('ListContainerStats', {});
     await t.call('ListPodSandboxStats', {});
     await sleep(2000);
     const pod = await callCpu(t, 'ListPodSandboxStats', sizes.calls);
     const ctr = await callCpu(t, 'ListContainerStats', sizes.calls);
     const f = (xs: number[]): string => `${pct(xs, 50).toFixed(1)} / ${Math.min(...xs).toFixed(1)} ms`;
-    record(
-      `stats-cost, ${sizes.pods} pods: CPU per ListPodSandboxStats, p50 / min of ${sizes.calls}`,
-      f(pod),
-      '-',
-      '-',
-    );
-    record(`stats-cost, ${sizes.pods} pods: CPU per ListContainerStats, p50 / min of ${sizes.calls}`, f(ctr), '-', '-');
+    const tag = `stats-cost, ${sizes.pods} pods${shape}`;
+    record(`${tag}: CPU per ListPodSandboxStats, p50 / min of ${sizes.calls}`, f(pod), '-', '-');
+    record(`${tag}: CPU per ListContainerStats, p50 / min of ${sizes.calls}`, f(ctr), '-', '-');
   } finally {
     for (let i = 0; i < pods.length; i += 8)
       await Promise.all(pods.slice(i, i + 8).map((id) => t.removePod(id).catch(() => undefined)));
