@@ -45,6 +45,11 @@ export function findPodCgroup(pause: Sample, members: readonly Sample[], root: s
   return parent;
 }
 
+/** A pause container's own usage, read now (its sample holds its process count only). */
+function pauseUsage(src: PodSources, pause: Sample, cg: CgroupPaths): CgroupUsage {
+  return { ...readCgroupUsage(cg, src.cgroupRoot, { limit: false, pids: false }), pids: pause.usage.pids };
+}
+
 export interface PodSources {
   rates: RateTracker;
   cgroupRoot: string;
@@ -63,14 +68,12 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   const pf = pause.facts;
   const network = sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? readNetDev(pf.pid, src.procRoot) : undefined;
   const all = [pause, ...members];
-  const summed = sumUsage(all.map((s) => s.usage));
   // a container read for ListContainerStats has no process count: read it now
   let pids: number | undefined;
   for (const s of all) {
     const n = s.usage.pids ?? (s.facts?.cgroup ? readCgroupPids(s.facts.cgroup, src.cgroupRoot) : undefined);
     if (n !== undefined) pids = (pids ?? 0) + n;
   }
-  summed.pids = pids;
   if (cg) {
     // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
     const usage = { ...readCgroupUsage(cg, src.cgroupRoot, { pids: false }), pids };
@@ -82,5 +85,17 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   }
   let nanoCores: number | undefined;
   for (const s of all) if (s.nanoCores !== undefined) nanoCores = (nanoCores ?? 0) + s.nanoCores;
+  const usages = all.map((s) => s.usage);
+  // a pause under a cgroup parent was read for its process count alone (sampler.ts): that parent
+  // is not the pod's own after all, so the pause's usage is part of the sum
+  if (pf?.cgroupParent && pf.cgroup) {
+    usages[0] = pauseUsage(src, pause, pf.cgroup);
+    const cpuNanos = usages[0].cpuUsageNanos;
+    const rate =
+      cpuNanos !== undefined ? src.rates.observe(pause.id, { at: process.hrtime.bigint(), cpuNanos }) : undefined;
+    if (rate !== undefined) nanoCores = (nanoCores ?? 0) + rate;
+  }
+  const summed = sumUsage(usages);
+  summed.pids = pids;
   return { timestamp, usage: summed, nanoCores, source: 'sum', network };
 }

@@ -1,9 +1,9 @@
 import type { Logger } from '../logging/logger';
-import { readCgroupUsage } from './cgroup';
+import { readCgroupPids, readCgroupUsage } from './cgroup';
 import { MISS, type ContainerFacts, type FactsCache } from './facts';
 import type { RateTracker } from './rate';
 import { wallNanos, type Sample, type Target, type TargetKind } from './sample';
-import type { UsageWanted } from './usage';
+import type { CgroupUsage, UsageWanted } from './usage';
 import type { LayerUsageCache } from './writable-layer';
 
 /** What reading one container takes: where its facts, CPU history and layer sizes are kept. */
@@ -25,7 +25,11 @@ const WANTED: Record<TargetKind, UsageWanted> = { container: { pids: false }, sa
  */
 export function sampleWith(src: SampleSources, t: Target, kind: TargetKind, f: ContainerFacts | undefined): Sample {
   const timestamp = wallNanos();
-  const usage = f?.cgroup ? readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]) : {};
+  let usage: CgroupUsage = {};
+  // a pause container under a parent of its own: its pod is read as that cgroup (pod-usage.ts), and
+  // its own usage only if the parent turns out to be shared; its process count is needed either way
+  if (f?.cgroup && kind === 'sandbox' && f.cgroupParent) usage = { pids: readCgroupPids(f.cgroup, src.cgroupRoot) };
+  else if (f?.cgroup) usage = readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]);
   const nanoCores =
     usage.cpuUsageNanos !== undefined
       ? src.rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })

@@ -190,6 +190,36 @@ describe('stats collector', () => {
     expect(stats.linux?.memory?.available_bytes?.value).toBe(100_000 - (50_000 - 100));
   });
 
+  it('a pod whose cgroup parent it shares with another is the sum, its pause read in full after all', async () => {
+    const other = 'c'.repeat(64);
+    await tree(cgRoot, {
+      ...v1('/shared', 1e9, 1e9),
+      ...v1(`/shared/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/shared/${C1}`, 8_000, 40_000, { pids: 3 }),
+      ...v1(`/shared/${other}`, 1, 1),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/shared/${SB}`), '101/cgroup': procCgroup(`/shared/${C1}`) });
+    const { docker } = fakeDocker(
+      new Map([
+        [SB, { pid: 100, cgroupParent: '/shared', hostNetwork: true }],
+        [C1, { pid: 101, cgroupParent: '/shared' }],
+      ]),
+    );
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const members = await col.containers([{ id: C1, running: true }]);
+    const first = await col.pod({ id: SB, running: true }, members);
+    expect(first.source).toBe('sum');
+    expect(first.usage.memoryUsage).toBe(50_000);
+    expect(first.usage.cpuUsageNanos).toBe(9_000n);
+    expect(first.usage.workingSet).toBe(50_000 - 200);
+    expect(first.usage.pids).toBe(4);
+    // the pause's CPU rate is tracked on this path too: only its counter moves (past the rate's 50 ms floor)
+    await new Promise((r) => setTimeout(r, 60));
+    await tree(cgRoot, { [`cpuacct/shared/${SB}/cpuacct.usage`]: '1000001000\n' });
+    const again = await col.pod({ id: SB, running: true }, await col.containers([{ id: C1, running: true }]));
+    expect(again.nanoCores).toBeGreaterThan(0);
+  });
+
   it("lets a pod's kept net/dev go (it holds the netns) once the pod stops or is gone", async () => {
     await tree(cgRoot, v1(`/docker/${SB}`, 1_000, 10_000, { pids: 1 }));
     await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '100/net/dev': NETDEV });
