@@ -86,6 +86,30 @@ const SB = 's'.repeat(64);
 const C1 = 'a'.repeat(64);
 const C2 = 'b'.repeat(64);
 
+/**
+ * A pod (pause SB on the host network, container C1) under `parent`, beside another pod's
+ * container: Docker's default parent, or one given to the pod (`cgroupParent`) yet shared.
+ */
+async function podBesideAnother(
+  parent: string,
+  cgroupParent?: string,
+): Promise<ReturnType<typeof createStatsCollector>> {
+  await tree(cgRoot, {
+    ...v1(parent, 1e9, 1e9),
+    ...v1(`${parent}/${SB}`, 1_000, 10_000, { pids: 1 }),
+    ...v1(`${parent}/${C1}`, 8_000, 40_000, { pids: 3 }),
+    ...v1(`${parent}/${'c'.repeat(64)}`, 1, 1),
+  });
+  await tree(proc, { '100/cgroup': procCgroup(`${parent}/${SB}`), '101/cgroup': procCgroup(`${parent}/${C1}`) });
+  const { docker } = fakeDocker(
+    new Map([
+      [SB, { pid: 100, hostNetwork: true, cgroupParent }],
+      [C1, { pid: 101, cgroupParent }],
+    ]),
+  );
+  return createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+}
+
 describe('stats collector', () => {
   it('inspects each container once, then reads only files; rates from the second reading on', async () => {
     await tree(cgRoot, { ...v1(`/docker/${C1}`, 1_000_000, 1000, { pids: 2 }), ...v1(`/docker/${C2}`, 0, 2000) });
@@ -191,21 +215,7 @@ describe('stats collector', () => {
   });
 
   it('a pod whose cgroup parent it shares with another is the sum, its pause read in full after all', async () => {
-    const other = 'c'.repeat(64);
-    await tree(cgRoot, {
-      ...v1('/shared', 1e9, 1e9),
-      ...v1(`/shared/${SB}`, 1_000, 10_000, { pids: 1 }),
-      ...v1(`/shared/${C1}`, 8_000, 40_000, { pids: 3 }),
-      ...v1(`/shared/${other}`, 1, 1),
-    });
-    await tree(proc, { '100/cgroup': procCgroup(`/shared/${SB}`), '101/cgroup': procCgroup(`/shared/${C1}`) });
-    const { docker } = fakeDocker(
-      new Map([
-        [SB, { pid: 100, cgroupParent: '/shared', hostNetwork: true }],
-        [C1, { pid: 101, cgroupParent: '/shared' }],
-      ]),
-    );
-    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const col = await podBesideAnother('/shared', '/shared');
     const members = await col.containers([{ id: C1, running: true }]);
     const first = await col.pod({ id: SB, running: true }, members);
     expect(first.source).toBe('sum');
@@ -240,21 +250,7 @@ describe('stats collector', () => {
   });
 
   it("a pod under Docker's shared parent is the sum of its containers, pause included", async () => {
-    const other = 'c'.repeat(64);
-    await tree(cgRoot, {
-      ...v1('/docker', 1e9, 1e9),
-      ...v1(`/docker/${SB}`, 1_000, 10_000, { pids: 1 }),
-      ...v1(`/docker/${C1}`, 8_000, 40_000, { pids: 3 }),
-      ...v1(`/docker/${other}`, 1, 1),
-    });
-    await tree(proc, { '100/cgroup': procCgroup(`/docker/${SB}`), '101/cgroup': procCgroup(`/docker/${C1}`) });
-    const { docker } = fakeDocker(
-      new Map([
-        [SB, { pid: 100, hostNetwork: true }],
-        [C1, { pid: 101 }],
-      ]),
-    );
-    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const col = await podBesideAnother('/docker');
     const members = await col.containers([{ id: C1, running: true }]);
     const pod = await col.pod({ id: SB, running: true }, members);
     expect(pod.source).toBe('sum');
