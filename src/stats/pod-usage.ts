@@ -1,7 +1,7 @@
 import { childCgroups, keyPath, parentCgroup, type CgroupPaths } from './cgroup-path';
 import { readCgroupPids, readCgroupUsage } from './cgroup';
 import { readNetDev } from './netdev';
-import type { RateTracker } from './rate';
+import { rateNow, type RateTracker } from './rate';
 import { wallNanos, type PodSample, type Sample, type Target } from './sample';
 import type { CgroupUsage } from './usage';
 
@@ -77,10 +77,7 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   if (cg) {
     // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
     const usage = { ...readCgroupUsage(cg, src.cgroupRoot, { pids: false }), pids };
-    const nanoCores =
-      usage.cpuUsageNanos !== undefined
-        ? src.rates.observe(`pod:${sandbox.id}`, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })
-        : undefined;
+    const nanoCores = rateNow(src.rates, `pod:${sandbox.id}`, usage.cpuUsageNanos);
     return { timestamp, usage, nanoCores, source: 'pod-cgroup', network };
   }
   let nanoCores: number | undefined;
@@ -90,9 +87,7 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   // is not the pod's own after all, so the pause's usage is part of the sum
   if (pf?.cgroupParent && pf.cgroup) {
     usages[0] = pauseUsage(src, pause, pf.cgroup);
-    const cpuNanos = usages[0].cpuUsageNanos;
-    const rate =
-      cpuNanos !== undefined ? src.rates.observe(pause.id, { at: process.hrtime.bigint(), cpuNanos }) : undefined;
+    const rate = rateNow(src.rates, pause.id, usages[0].cpuUsageNanos);
     if (rate !== undefined) nanoCores = (nanoCores ?? 0) + rate;
   }
   const summed = sumUsage(usages);

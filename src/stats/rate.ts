@@ -50,3 +50,8 @@ export function createRateTracker(minIntervalNs = 50_000_000n): RateTracker {
     },
   };
 }
+
+/** Records a counter read just now under `key` and returns the rate since the previous one; nothing for no reading. */
+export function rateNow(rates: RateTracker, key: string, cpuNanos: bigint | undefined): number | undefined {
+  return cpuNanos === undefined ? undefined : rates.observe(key, { at: process.hrtime.bigint(), cpuNanos });
+}

@@ -1,7 +1,7 @@
 import type { Logger } from '../logging/logger';
 import { readCgroupPids, readCgroupUsage } from './cgroup';
 import { MISS, type ContainerFacts, type FactsCache } from './facts';
-import type { RateTracker } from './rate';
+import { rateNow, type RateTracker } from './rate';
 import { wallNanos, type Sample, type Target, type TargetKind } from './sample';
 import type { CgroupUsage, UsageWanted } from './usage';
 import type { LayerUsageCache } from './writable-layer';
@@ -30,10 +30,7 @@ export function sampleWith(src: SampleSources, t: Target, kind: TargetKind, f: C
   // its own usage only if the parent turns out to be shared; its process count is needed either way
   if (f?.cgroup && kind === 'sandbox' && f.cgroupParent) usage = { pids: readCgroupPids(f.cgroup, src.cgroupRoot) };
   else if (f?.cgroup) usage = readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]);
-  const nanoCores =
-    usage.cpuUsageNanos !== undefined
-      ? src.rates.observe(t.id, { at: process.hrtime.bigint(), cpuNanos: usage.cpuUsageNanos })
-      : undefined;
+  const nanoCores = rateNow(src.rates, t.id, usage.cpuUsageNanos);
   let writable: Sample['writable'];
   // a pause container writes nothing worth a walk
   if (kind === 'container' && f?.upperDir) {
