@@ -92,13 +92,9 @@ function readOpenBytes(file: string): Buffer | undefined {
   }
 }
 
-function readOpenFile(file: string): string | undefined {
-  return readOpenBytes(file)?.toString('utf8', 0, bytesLen);
-}
-
 /** A kept-open file's text (see openFiles), for callers that need text rather than numbers. */
 export function readHeld(file: string): string | undefined {
-  return readOpenFile(file);
+  return readOpenBytes(file)?.toString('utf8', 0, bytesLen);
 }
 
 /** Closes a kept-open file now, if it is open (its owner is gone: see netdev.ts). */
@@ -174,6 +170,6 @@ function uintAt(b: Buffer, start: number, end: number): number | undefined {
 
 /** Non-empty lines of a file (cgroup.procs: one pid per line). */
 export function countLines(file: string): number | undefined {
-  const t = readOpenFile(file);
+  const t = readHeld(file);
   return t === undefined ? undefined : t.split('\n').filter((l) => l.trim() !== '').length;
 }
