@@ -129,6 +129,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const dockerIsLocal = endpoint.startsWith('unix://') || endpoint.startsWith('/');
   const logs = createLogManager(docker, logger, {
     positions: dockerIsLocal ? createLogPositionStore(path.join(config.rootDirectory, 'container-logs')) : undefined,
+    dockerRootDir: () => engine.current().dockerRootDir,
   });
   await resumeLogCopies(deps, logs);
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));

@@ -1,4 +1,5 @@
 import { accessSync, constants as fsConstants } from 'fs';
+import * as path from 'path';
 import type { Logger } from '../logging/logger';
 
 /** The parts of Docker's inspect that say where (and how) the container's log is written. */
@@ -16,14 +17,11 @@ export async function locateJsonFile(
   log: Logger,
   readable: (file: string) => void = (f) => accessSync(f, fsConstants.R_OK),
 ): Promise<string | undefined> {
-  let why: string;
+  let why: string | undefined;
   try {
     const info = await inspect();
-    const logConfig = info.HostConfig?.LogConfig;
-    if (!info.LogPath) why = 'docker reports no json-file for it';
-    else if (logConfig?.Type !== 'json-file') why = `its log driver is ${logConfig?.Type ?? 'unknown'}`;
-    else if (logConfig.Config?.compress === 'true') why = 'its rotated json-files are compressed';
-    else {
+    why = info.LogPath ? notPlainJsonFile(info) : 'docker reports no json-file for it';
+    if (why === undefined && info.LogPath) {
       readable(info.LogPath);
       return info.LogPath;
     }
@@ -33,4 +31,33 @@ export async function locateJsonFile(
   // degraded: the logs API gives no position to resume at exactly
   log.warn('container json-file not readable here; copying its logs through the Docker logs API', { reason: why });
   return undefined;
+}
+
+/** Why the container's log cannot be followed as a plain json-file, or undefined when it can. */
+function notPlainJsonFile(info: LogInspect): string | undefined {
+  const logConfig = info.HostConfig?.LogConfig;
+  if (logConfig?.Type !== 'json-file') return `its log driver is ${logConfig?.Type ?? 'unknown'}`;
+  if (logConfig.Config?.compress === 'true') return 'its rotated json-files are compressed';
+  return undefined;
+}
+
+/**
+ * Where Docker will write the json-file of a container not started yet (Docker only sets
+ * `LogPath` at start; json-file always puts it at `<data root>/containers/<id>/<id>-json.log`),
+ * when its directory is readable here; undefined otherwise, and the copy waits for the start.
+ */
+export function jsonFileBeforeStart(
+  containerId: string,
+  info: LogInspect,
+  dockerRootDir: string | undefined,
+  readable: (dir: string) => void = (d) => accessSync(d, fsConstants.R_OK | fsConstants.X_OK),
+): string | undefined {
+  if (!dockerRootDir || notPlainJsonFile(info) !== undefined) return undefined;
+  const dir = path.join(dockerRootDir, 'containers', containerId);
+  try {
+    readable(dir);
+  } catch {
+    return undefined;
+  }
+  return path.join(dir, `${containerId}-json.log`);
 }

@@ -24,6 +24,11 @@ export interface LocalLogCopyOptions {
   inspectState: () => Promise<ContainerProcess>;
   /** Called in the same tick as the copy's last check, so a later follow() starts a new copy. */
   finished: () => void;
+  /**
+   * The copy begins before Docker is asked to start the container: until `started()`, Docker's
+   * "not running" is the container not started yet, not its exit.
+   */
+  beforeStart?: boolean;
   /** Start time of a process, which tells it from a later one reusing the pid (tests fake it). */
   processStart?: (pid: number) => string | undefined;
   /** The copy loop of one run (tests fake it). */
@@ -71,8 +76,11 @@ export class LocalLogCopy implements LogFollower {
   private kicked = false;
   /** The live main process, so an idle copy's "still running?" needs no Docker call. */
   private main: { pid: number; started: string } | undefined;
+  private awaitingStart: boolean;
 
-  constructor(private readonly o: LocalLogCopyOptions) {}
+  constructor(private readonly o: LocalLogCopyOptions) {
+    this.awaitingStart = o.beforeStart ?? false;
+  }
 
   async run(): Promise<void> {
     const { containerId, logPath, positions, log } = this.o;
@@ -125,6 +133,12 @@ export class LocalLogCopy implements LogFollower {
     this.copy?.kick();
   }
 
+  /** Docker answered the start: from now on "not running" means exited (checked at once, it may have already). */
+  started(): void {
+    this.awaitingStart = false;
+    this.copy?.kick();
+  }
+
   stop(): void {
     this.stopped = true;
     this.copy?.stop();
@@ -132,6 +146,7 @@ export class LocalLogCopy implements LogFollower {
 
   /** An idle copy asks this every second: the process table answers while the main process lives. */
   private async isRunning(): Promise<boolean | undefined> {
+    if (this.awaitingStart) return true;
     const started = this.o.processStart ?? processStart;
     if (this.main && started(this.main.pid) === this.main.started) return true;
     try {

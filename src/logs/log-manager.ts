@@ -1,12 +1,13 @@
-import { closeSync, lstatSync } from 'fs';
+import { closeSync, existsSync, lstatSync, promises as fsp } from 'fs';
+import * as path from 'path';
 import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { openLogForAppend } from '../logging/safe-path';
 import { shortId } from '../logging/logger';
 import { ApiLogCopy } from './api-copy';
 import type { LogFollower } from './follower';
-import { locateJsonFile } from './json-file-locator';
-import { LocalLogCopy } from './local-copy';
+import { jsonFileBeforeStart, locateJsonFile, type LogInspect } from './json-file-locator';
+import { LocalLogCopy, type LocalLogCopyOptions } from './local-copy';
 import type { LogPositionStore } from './log-positions';
 
 /**
@@ -21,6 +22,20 @@ import type { LogPositionStore } from './log-positions';
 export interface LogManager {
   /** Starts copying (no-op when already copying). */
   follow(containerId: string, logPath: string, tty: boolean): void;
+  /**
+   * Called just before Docker is asked to start the container. When Docker's json-file will be
+   * readable here the copy begins now, watching for the file: a burst in the first moments then
+   * cannot rotate its first files away before they are held open (following only after the
+   * start and an inspect, that took long enough on a loaded host to lose a whole 2 MiB file).
+   * The returned function takes Docker's answer: true goes on (or starts the copy the usual
+   * way); false stops it and removes what it created, the CRI file and the saved position.
+   */
+  beforeStart(
+    containerId: string,
+    logPath: string,
+    tty: boolean,
+    info: LogInspect,
+  ): (started: boolean) => Promise<void>;
   /** Reopens the file after the kubelet rotated it; false when nothing copies for this container. */
   reopen(containerId: string): boolean;
   /** Stops copying (shutdown); the saved position stays for the next start. */
@@ -48,11 +63,15 @@ export interface LogManagerOptions {
    * Without it every copy goes through the logs API.
    */
   positions?: LogPositionStore;
+  /** Docker's data root (`docker info`), under which a container's json-file will be: lets a copy begin before the start. */
+  dockerRootDir?: () => string | undefined;
 }
 
 /** One container's copy as the manager tracks it; the follower exists once the copy mode is known. */
 interface Entry {
   follower?: LogFollower;
+  /** For a copy begun before the start: Docker answered the start. */
+  started?: () => void;
   done: Promise<void>;
   stopped: boolean;
 }
@@ -69,6 +88,23 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     if (followers.get(containerId) === f) followers.delete(containerId);
   };
 
+  const localOptions = (
+    containerId: string,
+    logPath: string,
+    jsonPath: string,
+    positions: LogPositionStore,
+    log: Logger,
+    f: Entry,
+  ): LocalLogCopyOptions => ({
+    containerId,
+    logPath,
+    jsonPath,
+    positions,
+    log,
+    finished: () => finish(containerId, f),
+    inspectState: async () => (await docker.inspectContainer(containerId)).State,
+  });
+
   const followerFor = (
     containerId: string,
     logPath: string,
@@ -78,17 +114,8 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     f: Entry,
   ): LogFollower => {
     const finished = (): void => finish(containerId, f);
-    if (jsonPath && opts.positions) {
-      return new LocalLogCopy({
-        containerId,
-        logPath,
-        jsonPath,
-        positions: opts.positions,
-        log,
-        finished,
-        inspectState: async () => (await docker.inspectContainer(containerId)).State,
-      });
-    }
+    if (jsonPath && opts.positions)
+      return new LocalLogCopy(localOptions(containerId, logPath, jsonPath, opts.positions, log, f));
     return new ApiLogCopy({
       source: {
         follow: (o) => docker.followContainerLogs(containerId, o),
@@ -104,12 +131,22 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     });
   };
 
-  const start = (containerId: string, logPath: string, tty: boolean): void => {
+  const stop = (containerId: string): void => {
+    const f = followers.get(containerId);
+    if (!f) return;
+    f.stopped = true;
+    f.follower?.stop();
+    f.follower?.file?.close();
+    followers.delete(containerId);
+  };
+
+  /** `early`: the json-file Docker will write, the copy beginning before Docker starts the container. */
+  const start = (containerId: string, logPath: string, tty: boolean, early?: string): Entry | undefined => {
     const log = logger.child({ containerId: shortId(containerId) });
     // a symlink here is cri-dockerd's link to Docker's own json log: never write through it
     if (lstatSync(logPath, { throwIfNoEntry: false })?.isSymbolicLink()) {
       log.info('container log path is a symlink (cri-dockerd container); not copying logs', { logPath });
-      return;
+      return undefined;
     }
     // the kubelet (and critest) open the file as soon as StartContainer answers: create it now,
     // before the copy mode is known
@@ -119,6 +156,17 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
       log.error('cannot create container log file', { logPath, error: (err as Error).message });
     }
     const f: Entry = { stopped: false, done: Promise.resolve() };
+    if (early && opts.positions) {
+      const copy = new LocalLogCopy({
+        ...localOptions(containerId, logPath, early, opts.positions, log, f),
+        beforeStart: true,
+      });
+      f.follower = copy;
+      f.started = () => copy.started();
+      f.done = copy.run();
+      followers.set(containerId, f);
+      return f;
+    }
     f.done = (async () => {
       const jsonPath = opts.positions
         ? await locateJsonFile(() => docker.inspectContainer(containerId), log)
@@ -128,13 +176,48 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
       await f.follower.run();
     })();
     followers.set(containerId, f);
+    return f;
+  };
+
+  const follow = (containerId: string, logPath: string, tty: boolean): void => {
+    const f = followers.get(containerId);
+    if (!f) start(containerId, logPath, tty);
+    else f.follower?.restart();
+  };
+
+  /** Undoes a copy begun before a start Docker refused: nothing of it may outlive the failure. */
+  const abandon = async (
+    containerId: string,
+    f: Entry,
+    logPath: string,
+    created: { file: boolean; dir: boolean },
+  ): Promise<void> => {
+    stop(containerId);
+    await f.done;
+    await opts.positions?.remove(containerId);
+    try {
+      if (created.file && lstatSync(logPath, { throwIfNoEntry: false })?.size === 0) await fsp.unlink(logPath);
+      if (created.dir) await fsp.rmdir(path.dirname(logPath));
+    } catch {
+      // not empty after all (someone else wrote there): leave it
+    }
   };
 
   return {
-    follow(containerId, logPath, tty) {
-      const f = followers.get(containerId);
-      if (!f) start(containerId, logPath, tty);
-      else f.follower?.restart();
+    follow,
+    beforeStart(containerId, logPath, tty, info) {
+      const jsonPath =
+        opts.positions && !followers.has(containerId)
+          ? jsonFileBeforeStart(containerId, info, opts.dockerRootDir?.())
+          : undefined;
+      const created = { dir: !existsSync(path.dirname(logPath)), file: !existsSync(logPath) };
+      const f = jsonPath ? start(containerId, logPath, tty, jsonPath) : undefined;
+      return async (started) => {
+        if (!jsonPath) {
+          if (started) follow(containerId, logPath, tty);
+        } else if (f && started) f.started?.();
+        else if (f && followers.get(containerId) === f) await abandon(containerId, f, logPath, created);
+      };
     },
     reopen(containerId) {
       const f = followers.get(containerId);
@@ -143,17 +226,10 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
       f.follower?.file?.reopen();
       return true;
     },
-    stop(containerId) {
-      const f = followers.get(containerId);
-      if (!f) return;
-      f.stopped = true;
-      f.follower?.stop();
-      f.follower?.file?.close();
-      followers.delete(containerId);
-    },
+    stop,
     async remove(containerId) {
       // a save still in flight may land after this; the next start-up prunes it
-      this.stop(containerId);
+      stop(containerId);
       await opts.positions?.remove(containerId);
     },
     async prune(keep) {
@@ -173,7 +249,7 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
       clearTimeout(timer);
     },
     closeAll() {
-      for (const id of [...followers.keys()]) this.stop(id);
+      for (const id of [...followers.keys()]) stop(id);
     },
   };
 }

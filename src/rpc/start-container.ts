@@ -42,15 +42,18 @@ export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: Hug
         throw failedPrecondition(`pod sandbox ${sandboxId} of container ${info.Id} is not ready`);
     }
     if (info.State.Running) throw failedPrecondition(`container ${info.Id} is already running`);
+    // the log copy begins before the start: a burst in the first moments is not rotated away unread
+    const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
+    const logCopyStarted = logPath ? logs.beforeStart(info.Id, logPath, info.Config.Tty, info) : undefined;
     try {
       await deps.docker.startContainer(info.Id, { signal: ctx.signal });
     } catch (err) {
+      await logCopyStarted?.(false);
       throw fromDockerError(err, `StartContainer ${info.Id}`);
     }
+    await logCopyStarted?.(true);
     const hugepages = hugepageLimitsOf(info.Config.Labels);
     if (hugepages.length > 0) await applyRecordedHugepages(deps, info.Id, hugepages, ctx, hugetlb);
-    const logPath = info.Config.Labels[CONTAINER_LOGPATH_LABEL];
-    if (logPath) logs.follow(info.Id, logPath, info.Config.Tty);
     ctx.log.info('container started');
     return {};
   };

@@ -260,3 +260,25 @@ describe('what a reader sees right after StartContainer and after EXITED', () =>
     expect(lines).toEqual(Array.from({ length: 200 }, (_, i) => `q-${i + 1}`));
   });
 });
+
+describe('a container Docker cannot start', () => {
+  it('leaves no CRI log file, log directory or saved log position behind', async () => {
+    const pod = await runPod('nostart');
+    const { container_id: id } = await call(h.runtime, 'CreateContainer', {
+      pod_sandbox_id: pod.id,
+      config: {
+        metadata: { name: 'nostart', attempt: 0 },
+        image: { image: BUSYBOX },
+        command: ['/no/such/binary'],
+        log_path: 'nostart/0.log',
+      },
+      sandbox_config: pod.config,
+    });
+    await expect(call(h.runtime, 'StartContainer', { container_id: id })).rejects.toThrow(
+      /no\/such\/binary|no such file/i,
+    );
+    await expect(fsp.stat(path.join(pod.logDir, 'nostart'))).rejects.toThrow(/ENOENT/);
+    const saved = await fsp.readdir(path.join(h.dir, 'root', 'container-logs')).catch(() => []);
+    expect(saved.filter((f) => f.includes(id))).toEqual([]);
+  });
+});
