@@ -105,6 +105,10 @@ export class JsonFileFollower {
     // older ones too. List again until the chain starts at the file it should.
     for (let attempt = 0; ; attempt++) {
       const listed = await listRotated(this.dir, this.base);
+      if (!listed) {
+        if (attempt >= 20) throw new Error(`json-file ${this.file} keeps rotating; cannot list it`);
+        continue;
+      }
       let startAt = 0;
       let offset = 0;
       let found = false;
@@ -225,6 +229,7 @@ export class JsonFileFollower {
     this.lastScan = this.now();
     for (let attempt = 0; attempt < 5; attempt++) {
       const listed = await listRotated(this.dir, this.base);
+      if (!listed) return false;
       const held = new Set(this.chain.map((f) => f.ino));
       let newestHeld = -1;
       listed.forEach((l, i) => {

@@ -15,20 +15,77 @@ export interface RotatedFile {
 
 const HEAD_PROBE_BYTES = 256 * 1024;
 
-/** `<base>` (e.g. `<id>-json.log`) and its rotated `.n` siblings in `dir`, oldest first. Compressed (`.gz`) ones are not ours to read. */
-export async function listRotated(dir: string, base: string): Promise<RotatedFile[]> {
-  const names = await fsp.readdir(dir).catch(() => [] as string[]);
-  const out: RotatedFile[] = [];
-  for (const name of names) {
-    let index: number;
-    if (name === base) index = 0;
-    else if (name.startsWith(base + '.') && /^\d+$/.test(name.slice(base.length + 1)))
-      index = Number(name.slice(base.length + 1));
-    else continue;
-    const st = await fsp.stat(path.join(dir, name)).catch(() => undefined);
-    if (st) out.push({ name, index, ino: st.ino, size: st.size });
+/** The directory calls a listing makes (tests replace them to rotate files mid-listing). */
+export interface ListingFs {
+  readdir(dir: string): Promise<string[]>;
+  /** Inode and size of a path, undefined when nothing is there. */
+  stat(file: string): Promise<{ ino: number; size: number } | undefined>;
+}
+
+const realFs: ListingFs = {
+  readdir: (dir) => fsp.readdir(dir).catch(() => [] as string[]),
+  stat: (file) => fsp.stat(file).catch(() => undefined),
+};
+
+/** Tries at listing the set while no rotation runs before `listRotated` gives up until the next look. */
+const LISTING_ATTEMPTS = 10;
+
+/**
+ * `<base>` (e.g. `<id>-json.log`) and its rotated `.n` siblings in `dir`, oldest first, as one
+ * snapshot; undefined when Docker kept rotating through every attempt (look again later).
+ * Compressed (`.gz`) ones are not ours to read.
+ *
+ * A listing is a readdir and a stat per name, and a rotation that runs between them renames
+ * files under it: it then shows a file twice, or at the wrong index, and a file placed too new
+ * made the follower skip the ones between (a loaded host lost a whole 2 MiB file that way). So
+ * each name is stat'ed twice, all first stats before any second: when every name still holds
+ * the same inode, no rename touched those names in between and there was an instant at which
+ * they all held what was seen. The indices must also run 0..n without a gap, as Docker leaves
+ * them between rotations (a gap is a rename caught halfway, or one readdir missed).
+ */
+export async function listRotated(
+  dir: string,
+  base: string,
+  fs: ListingFs = realFs,
+): Promise<RotatedFile[] | undefined> {
+  let stableWithGap: RotatedFile[] | undefined;
+  for (let attempt = 0; attempt < LISTING_ATTEMPTS; attempt++) {
+    const named = ourNames(await fs.readdir(dir), base);
+    const first = await statAll(dir, named, fs);
+    const second = await statAll(dir, named, fs);
+    const stable =
+      first.every((f, i) => f !== undefined && f.ino === second[i]?.ino) &&
+      new Set(first.map((f) => f?.ino)).size === first.length;
+    if (!stable) continue;
+    const out = (first as RotatedFile[]).sort((a, b) => b.index - a.index);
+    if (out.every((f, i) => f.index === out.length - 1 - i)) return out;
+    stableWithGap = out;
   }
-  return out.sort((a, b) => b.index - a.index);
+  // a gap that stays (a file removed by hand) must not stop the copy for good
+  return stableWithGap;
+}
+
+function ourNames(names: string[], base: string): Array<{ name: string; index: number }> {
+  const out: Array<{ name: string; index: number }> = [];
+  for (const name of names) {
+    if (name === base) out.push({ name, index: 0 });
+    else if (name.startsWith(base + '.') && /^\d+$/.test(name.slice(base.length + 1)))
+      out.push({ name, index: Number(name.slice(base.length + 1)) });
+  }
+  return out;
+}
+
+async function statAll(
+  dir: string,
+  named: Array<{ name: string; index: number }>,
+  fs: ListingFs,
+): Promise<Array<RotatedFile | undefined>> {
+  const out: Array<RotatedFile | undefined> = [];
+  for (const n of named) {
+    const st = await fs.stat(path.join(dir, n.name));
+    out.push(st ? { ...n, ino: st.ino, size: st.size } : undefined);
+  }
+  return out;
 }
 
 /** Index in `listed` of the saved file (same inode and same first line), or -1. */
