@@ -137,6 +137,34 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
       };
     });
 
+  /**
+   * Asks whether the container still runs without holding up the copy: the answer can take a
+   * Docker round trip, hundreds of ms on a loaded host, and a writer caught up with for a
+   * moment goes on writing (and Docker rotating) meanwhile. "Not running" counts only when no
+   * start (kick) came while asking.
+   */
+  let exited = false;
+  let asking = false;
+  let kicks = 0;
+  const checkRunning = (): void => {
+    asking = true;
+    const kicksBefore = kicks;
+    void o
+      .isRunning()
+      .catch(() => undefined)
+      .then((running) => {
+        if (running === false && kicks === kicksBefore) {
+          exited = true;
+          wake?.();
+        }
+      })
+      .finally(() => {
+        asking = false;
+        // a start that came while asking is checked again
+        if (kicked) wake?.();
+      });
+  };
+
   const run = async (): Promise<void> => {
     await follower.start(o.saved?.source);
     if (o.saved)
@@ -159,18 +187,18 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
       idleSince ||= Date.now();
       if (stopped) break;
       if (dirty) await save();
+      if (exited) {
+        ended = true;
+        // Docker flushed the last records before marking the container exited: drain them
+        while (!stopped && (await copyOne())) await yieldNow();
+        if (dirty) await save();
+        break;
+      }
       // watched, an idle wake is rare and often the container's own state change: check each time
-      if (kicked || watcher || Date.now() - lastCheck >= exitCheckMs) {
+      if (!asking && (kicked || watcher || Date.now() - lastCheck >= exitCheckMs)) {
         kicked = false;
         lastCheck = Date.now();
-        const running = await o.isRunning();
-        if (running === false && !kicked) {
-          ended = true;
-          // Docker flushed the last records before marking the container exited: drain them
-          while (!stopped && (await copyOne())) await yieldNow();
-          if (dirty) await save();
-          break;
-        }
+        checkRunning();
       }
       // a write that landed after the read found nothing: look again rather than sleep through it
       if (changed) continue;
@@ -199,6 +227,8 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
     kick() {
       if (ended) return false;
       kicked = true;
+      kicks += 1;
+      exited = false;
       wake?.();
       return true;
     },

@@ -241,6 +241,60 @@ describe('json-file copy loop', () => {
     }
   });
 
+  /** A copy whose "still running?" waits until the test answers it, as Docker does on a loaded host. */
+  const slowCheckCopy = (file: CriLogFile) => {
+    const answers: Array<(running: boolean) => void> = [];
+    const c = startJsonFileCopy({
+      ...{ containerId: 'c', jsonPath: json, file, positions: store, log: silent },
+      ...{ idleMinMs: 1, idleMaxMs: 5, watchedIdleMs: 5, exitCheckMs: 5 },
+      isRunning: () => new Promise<boolean>((resolve) => answers.push(resolve)),
+    });
+    const asked = async (): Promise<(running: boolean) => void> => {
+      for (let i = 0; i < 300 && answers.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const answer = answers.shift();
+      if (!answer) throw new Error('the copy never asked whether the container runs');
+      return answer;
+    };
+    return { c, asked };
+  };
+  const copiedUpTo = async (n: number): Promise<void> => {
+    for (let i = 0; i < 300; i++) {
+      if ((await fsp.readFile(cri, 'utf8').catch(() => '')).includes(`n=${n}\n`)) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`n=${n} not copied within 3 s`);
+  };
+
+  it('goes on copying while Docker takes its time to say whether the container runs', async () => {
+    await fsp.writeFile(json, lines(1, 10));
+    const file = new CriLogFile(cri);
+    const { c, asked } = slowCheckCopy(file);
+    const answer = await asked();
+    // the writer goes on (and Docker rotates) while the answer is pending
+    await fsp.appendFile(json, lines(11, 40));
+    await copiedUpTo(40);
+    answer(false);
+    await c.done;
+    file.close();
+    expect(await criLines()).toEqual(range(1, 40));
+  });
+
+  it('is not ended by a "not running" asked before the container was started again', async () => {
+    await fsp.writeFile(json, lines(1, 10));
+    const file = new CriLogFile(cri);
+    const { c, asked } = slowCheckCopy(file);
+    const stale = await asked();
+    expect(c.kick()).toBe(true);
+    stale(false);
+    await fsp.appendFile(json, lines(11, 20));
+    await copiedUpTo(20);
+    // the check after the start is the one that counts
+    (await asked())(false);
+    await c.done;
+    file.close();
+    expect(await criLines()).toEqual(range(1, 20));
+  });
+
   it('after a kill between an append and its save, cuts the CRI file back and copies the rest once', async () => {
     await fsp.writeFile(json, lines(1, 100));
     const first = new CriLogFile(cri);
