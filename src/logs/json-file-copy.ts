@@ -210,6 +210,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const watcher = watchLogDir(dirname(o.jsonPath), () => {
     changed = true;
     wake?.();
+    follower.hold();
   });
 
   const done = run()

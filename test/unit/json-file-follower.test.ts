@@ -135,6 +135,26 @@ describe('json-file rotation follower', () => {
     expect(losses).toEqual([]);
   });
 
+  it('holds every file when told of each change, however far behind the reading is', async () => {
+    const d = new FakeDocker(file, 2);
+    await d.write(5);
+    const f = follower();
+    await f.start();
+    const got: Buffer[] = [];
+    await drain(f, got, 1);
+    // five rotations, each file deleted by the next but one, and not one read meanwhile: only
+    // the directory watch's hold() opens them in time
+    for (let r = 0; r < 5; r++) {
+      await d.rotate();
+      await d.write(5);
+      f.hold();
+    }
+    await expect(fsp.readdir(dir)).resolves.toHaveLength(2);
+    await drain(f, got);
+    expect(numbers(got)).toEqual(range(1, d.written));
+    expect(losses).toEqual([]);
+  });
+
   it('says so when Docker rotated max-file times between two looks, and goes on without repeating', async () => {
     const d = new FakeDocker(file, 2);
     await d.write(5);

@@ -1,5 +1,5 @@
 /** Listing a json-file log's rotation set and finding a saved position's file in it. */
-import { promises as fsp } from 'fs';
+import { closeSync, openSync, promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { findSaved, headOf, listRotated, type ListingFs } from '../../src/logs/json-file-rotation';
@@ -20,22 +20,22 @@ it('lists the live file and its .n siblings oldest first, skipping compressed an
   await write(`${BASE}.3.gz`, 'gz');
   await write(`${BASE}.x`, 'x');
   await write('other-json.log', 'o');
-  const listed = (await listRotated(dir, BASE)) ?? [];
+  const listed = listRotated(dir, BASE) ?? [];
   expect(listed.map((l) => [l.name, l.index, l.size])).toEqual([
     [`${BASE}.2`, 2, 4],
     [`${BASE}.1`, 1, 4],
     [BASE, 0, 5],
   ]);
-  expect(await listRotated(path.join(dir, 'gone'), BASE)).toEqual([]);
+  expect(listRotated(path.join(dir, 'gone'), BASE)).toEqual([]);
 });
 
 it('finds the saved file by inode and first line, not by a newer file on the same inode', async () => {
   await write(`${BASE}.1`, '{"log":"a"}\n{"log":"b"}\n');
   await write(BASE, '{"log":"c"}\n');
-  const listed = (await listRotated(dir, BASE)) ?? [];
-  const fh = await fsp.open(path.join(dir, `${BASE}.1`), 'r');
-  const head = await headOf(fh);
-  await fh.close();
+  const listed = listRotated(dir, BASE) ?? [];
+  const fd = openSync(path.join(dir, `${BASE}.1`), 'r');
+  const head = await headOf(fd);
+  closeSync(fd);
   expect(head).toMatch(/^[0-9a-f]{40}$/);
   const saved = { ino: listed[0].ino, offset: 12, head: head ?? '', size: 24 };
   expect(await findSaved(dir, listed, saved)).toBe(0);
@@ -46,9 +46,9 @@ it('finds the saved file by inode and first line, not by a newer file on the sam
 
 it('has no head until the first line is complete', async () => {
   await write(BASE, '{"log":"partial');
-  const fh = await fsp.open(path.join(dir, BASE), 'r');
-  expect(await headOf(fh)).toBeUndefined();
-  await fh.close();
+  const fd = openSync(path.join(dir, BASE), 'r');
+  expect(await headOf(fd)).toBeUndefined();
+  closeSync(fd);
 });
 
 /** Docker's rotation set in memory (inode per index, live first), rotating on cue in the middle of a listing. */
@@ -69,7 +69,7 @@ class RotatingSet implements ListingFs {
   snapshot(): number[] {
     return [...this.inodes].reverse();
   }
-  async readdir(): Promise<string[]> {
+  readdir(): string[] {
     // oldest first: readdir's order is the directory's, and this one hides a skipped file from a single pass
     const names = this.inodes
       .map((_, i) => this.name(i))
@@ -79,7 +79,7 @@ class RotatingSet implements ListingFs {
     this.missOnce.clear();
     return seen;
   }
-  async stat(file: string): Promise<{ ino: number; size: number } | undefined> {
+  stat(file: string): { ino: number; size: number } | undefined {
     this.stats += 1;
     // Docker's rotation with max-file 4: the oldest is deleted, every file moves up, a new live file
     if (this.rotateBeforeStat.has(this.stats)) this.inodes = [this.nextIno++, ...this.inodes.slice(0, 3)];
@@ -94,7 +94,7 @@ describe('listing while Docker rotates', () => {
     // first pass half done: a single pass would see .3 and .2 before it and .1 and live after,
     // four distinct files with the one that moved from .1 to .2 missing
     fs.rotateBeforeStat.add(3);
-    const listed = await listRotated('/d', BASE, fs);
+    const listed = listRotated('/d', BASE, fs);
     expect(listed?.map((l) => l.ino)).toEqual(fs.snapshot());
     expect(listed?.map((l) => l.index)).toEqual([3, 2, 1, 0]);
   });
@@ -102,24 +102,24 @@ describe('listing while Docker rotates', () => {
   it('gives a consistent snapshot when the rotation falls between the two passes', async () => {
     const fs = new RotatingSet();
     fs.rotateBeforeStat.add(5);
-    expect((await listRotated('/d', BASE, fs))?.map((l) => l.ino)).toEqual(fs.snapshot());
+    expect(listRotated('/d', BASE, fs)?.map((l) => l.ino)).toEqual(fs.snapshot());
   });
 
   it('lists again when readdir missed a name, rather than skip the file behind it', async () => {
     const fs = new RotatingSet();
     fs.missOnce.add(`${BASE}.2`);
-    expect((await listRotated('/d', BASE, fs))?.map((l) => l.ino)).toEqual(fs.snapshot());
+    expect(listRotated('/d', BASE, fs)?.map((l) => l.ino)).toEqual(fs.snapshot());
   });
 
   it('still lists a set with a gap that stays (a file removed by hand)', async () => {
     const fs = new RotatingSet();
     fs.missAlways.add(`${BASE}.2`);
-    expect((await listRotated('/d', BASE, fs))?.map((l) => l.index)).toEqual([3, 1, 0]);
+    expect(listRotated('/d', BASE, fs)?.map((l) => l.index)).toEqual([3, 1, 0]);
   });
 
   it('gives up for now when every attempt is cut by a rotation', async () => {
     const fs = new RotatingSet();
     for (let k = 1; k <= 200; k += 3) fs.rotateBeforeStat.add(k + 1);
-    expect(await listRotated('/d', BASE, fs)).toBeUndefined();
+    expect(listRotated('/d', BASE, fs)).toBeUndefined();
   });
 });
