@@ -64,6 +64,7 @@ interface OpenFile {
   head?: string;
 }
 
+const HOLD_EVERY_MS = 10;
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** First read size: under Node's pool threshold, so a read that finds little or nothing allocates next to nothing. */
 const MIN_READ_BYTES = 4000;
@@ -149,13 +150,12 @@ export class JsonFileFollower {
   }
 
   /**
-   * Opens the files Docker created since the last look, now, whatever the reader is doing
-   * (waiting on its read or on a CRI write): the copy calls this on each change in the
-   * directory, so a reader that falls behind still holds every file before Docker's rotation
-   * deletes it.
+   * Opens the files Docker created since the last look, whatever the reader waits on: called at
+   * each change in the directory, so a reader that falls behind still holds every file before
+   * Docker deletes it. Every write is a change: one look per 10 ms, rotations are 50+ ms apart.
    */
   hold(): void {
-    if (!this.ready || this.closed) return;
+    if (!this.ready || this.closed || this.now() - this.lastScan < HOLD_EVERY_MS) return;
     try {
       this.scanIfRotated();
     } catch {

@@ -147,6 +147,7 @@ describe('json-file rotation follower', () => {
     for (let r = 0; r < 5; r++) {
       await d.rotate();
       await d.write(5);
+      clock += 10;
       f.hold();
     }
     await expect(fsp.readdir(dir)).resolves.toHaveLength(2);
