@@ -3,7 +3,7 @@ import { log, type Logger } from '../logging/logger';
 import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
 import { releaseNetDev } from './netdev';
-import { readPodUsage } from './pod-usage';
+import { netnsPid, readPodUsage } from './pod-usage';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
 import type { PodSample, Sample, Target, TargetKind } from './sample';
@@ -109,8 +109,7 @@ export function createStatsCollector(
     releaseNetDev(pid, proc);
   };
   const trackNetns = (sandbox: Target, pause: Sample): void => {
-    const f = pause.facts;
-    const pid = sandbox.running && f && !f.hostNetwork ? f.pid : 0;
+    const pid = netnsPid(sandbox, pause);
     if (netnsPids.get(sandbox.id) === pid) return;
     // stopped, or a new pause process: the old one's namespace is let go at once
     releaseNetns(sandbox.id);

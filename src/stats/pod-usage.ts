@@ -56,6 +56,12 @@ export interface PodSources {
   procRoot: string;
 }
 
+/** The pause process whose network namespace holds the pod's interfaces; 0 when there is none to read. */
+export function netnsPid(sandbox: Target, pause: Sample): number {
+  const f = pause.facts;
+  return sandbox.running && f && f.pid > 0 && !f.hostNetwork ? f.pid : 0;
+}
+
 /**
  * A pod's totals from its pause container's and members' readings: the pod
  * cgroup when it has one, else their sum; the network from the pause process's
@@ -66,7 +72,8 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   const cg = sandbox.running ? findPodCgroup(pause, running, src.cgroupRoot) : undefined;
   const timestamp = wallNanos();
   const pf = pause.facts;
-  const network = sandbox.running && pf && pf.pid > 0 && !pf.hostNetwork ? readNetDev(pf.pid, src.procRoot) : undefined;
+  const netPid = netnsPid(sandbox, pause);
+  const network = netPid > 0 ? readNetDev(netPid, src.procRoot) : undefined;
   const all = [pause, ...members];
   // a container read for ListContainerStats has no process count: read it now
   let pids: number | undefined;
