@@ -31,16 +31,24 @@ const realFs: ListingFs = {
       return [];
     }
   },
-  stat: (file) => statSync(file, { throwIfNoEntry: false }),
+  stat: (file) => {
+    try {
+      return statSync(file, { throwIfNoEntry: false });
+    } catch {
+      // unreadable counts as absent, as a file Docker removed
+      return undefined;
+    }
+  },
 };
 
 const readCb = promisify(read);
 
+/** Closes a descriptor the follower held; one already closed holds nothing to release. */
 export function closeQuietly(fd: number): void {
   try {
     closeSync(fd);
   } catch {
-    // already closed: nothing held
+    // EBADF: nothing to release
   }
 }
 
