@@ -1,6 +1,6 @@
 import { createHash } from 'crypto';
-import { closeSync, openSync, read, readdirSync, statSync } from 'fs';
-import { promisify } from 'util';
+import { closeSync, openSync, readdirSync } from 'fs';
+import { readAt, statQuietly } from './file-calls';
 import * as path from 'path';
 import type { JsonFilePosition } from './json-file-follower';
 
@@ -31,31 +31,8 @@ const realFs: ListingFs = {
       return [];
     }
   },
-  stat: (file) => {
-    try {
-      return statSync(file, { throwIfNoEntry: false });
-    } catch {
-      // unreadable counts as absent, as a file Docker removed
-      return undefined;
-    }
-  },
+  stat: (file) => statQuietly(file),
 };
-
-const readCb = promisify(read);
-
-/** Closes a descriptor the follower held; one already closed holds nothing to release. */
-export function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // EBADF: nothing to release
-  }
-}
-
-/** Reads up to `length` bytes at `position` of an open file into `buf`; resolves to the count read. */
-export async function readAt(fd: number, buf: Buffer, length: number, position: number): Promise<number> {
-  return (await readCb(fd, buf, 0, length, position)).bytesRead;
-}
 
 /** Tries at listing the set while no rotation runs before `listRotated` gives up until the next look. */
 const LISTING_ATTEMPTS = 10;
