@@ -3,7 +3,7 @@ import { log, type Logger } from '../logging/logger';
 import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
 import { createFactsCache, type CurrentInspects } from './facts';
 import { releaseNetDev } from './netdev';
-import { netnsPid, readPodUsage } from './pod-usage';
+import { netnsPid, pruneOwnCgroups, readPodUsage, type OwnCgroupMemo } from './pod-usage';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
 import type { PodSample, Sample, Target, TargetKind } from './sample';
@@ -99,7 +99,12 @@ export function createStatsCollector(
       concurrency,
       signal,
     });
-  const podSources = { rates: src.rates, cgroupRoot: src.cgroupRoot, procRoot: proc };
+  const podSources = {
+    rates: src.rates,
+    cgroupRoot: src.cgroupRoot,
+    procRoot: proc,
+    ownCgroups: new Map() as OwnCgroupMemo,
+  };
   /** The pause pid each pod's interfaces were last read through: its kept fd holds the netns (netdev.ts). */
   const netnsPids = new Map<string, number>();
   const releaseNetns = (sandboxId: string): void => {
@@ -122,6 +127,7 @@ export function createStatsCollector(
       'sandbox',
       signal,
     );
+    pruneOwnCgroups(podSources.ownCgroups, Date.now());
     const firstSight = list.map((p) => p.sandbox.running && !src.rates.has(`pod:${p.sandbox.id}`));
     list.forEach((p, i) => trackNetns(p.sandbox, pauses[i]));
     const out = list.map((p, i) => readPodUsage(podSources, p.sandbox, pauses[i], p.members));

@@ -3,7 +3,14 @@ import * as os from 'os';
 import * as path from 'path';
 import { parseProcCgroup } from '../../src/stats/cgroup-path';
 import { closeCgroupFiles } from '../../src/stats/files';
-import { findPodCgroup, readPodUsage, sumUsage } from '../../src/stats/pod-usage';
+import {
+  findPodCgroup,
+  OWN_CGROUP_RECHECK_MS,
+  pruneOwnCgroups,
+  readPodUsage,
+  sumUsage,
+  type OwnCgroupMemo,
+} from '../../src/stats/pod-usage';
 import { createRateTracker } from '../../src/stats/rate';
 import type { Sample } from '../../src/stats/sample';
 
@@ -54,6 +61,23 @@ describe('pod totals', () => {
     // a stranger under the same parent: the parent is not the pod's alone
     await mkdirs('/pod1/other');
     expect(await findPodCgroup(pause, [member('c1', '/pod1/c1', {})], root)).toBeUndefined();
+  });
+
+  it('lists the parent once per OWN_CGROUP_RECHECK_MS for the same members, at once for new ones', async () => {
+    await mkdirs('/pod3/sb', '/pod3/c1');
+    const pause = member('sb', '/pod3/sb', {}, { cgroupParent: '/pod3' });
+    const memo: OwnCgroupMemo = new Map();
+    const c1 = [member('c1', '/pod3/c1', {})];
+    expect(findPodCgroup(pause, c1, root, memo, 1000)?.paths.get('memory')).toBe('/pod3');
+    await mkdirs('/pod3/stranger');
+    // the answer stands: the directory is not listed again within the recheck time
+    expect(findPodCgroup(pause, c1, root, memo, 1000 + OWN_CGROUP_RECHECK_MS - 1)).toBeDefined();
+    // a new member set is a new question, listed at once
+    expect(findPodCgroup(pause, [...c1, member('c2', '/pod3/c2', {})], root, memo, 1001)).toBeUndefined();
+    // past the recheck time the stranger is seen
+    expect(findPodCgroup(pause, c1, root, memo, 1000 + OWN_CGROUP_RECHECK_MS)).toBeUndefined();
+    pruneOwnCgroups(memo, 1001 + 2 * OWN_CGROUP_RECHECK_MS);
+    expect(memo.size).toBe(0);
   });
 
   it('no pod cgroup without a CgroupParent, or with a member elsewhere', async () => {
