@@ -64,7 +64,9 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const exitCheckMs = o.exitCheckMs ?? 1000;
   const saveEveryMs = o.saveEveryMs ?? 100;
   let stopped = false;
-  let kicked = false;
+  /** Starts seen (kick()), and how many of them a check of the container's state has answered. */
+  let kicks = 0;
+  let kicksChecked = 0;
   let ended = false;
   let wake: (() => void) | undefined;
   let lossReported = false;
@@ -145,15 +147,14 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
    */
   let exited = false;
   let asking = false;
-  let kicks = 0;
   const checkRunning = (): void => {
     asking = true;
-    const kicksBefore = kicks;
+    kicksChecked = kicks;
     void o
       .isRunning()
       .catch(() => undefined)
       .then((running) => {
-        if (running === false && kicks === kicksBefore) {
+        if (running === false && kicks === kicksChecked) {
           exited = true;
           wake?.();
         }
@@ -161,7 +162,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
       .finally(() => {
         asking = false;
         // a start that came while asking is checked again
-        if (kicked) wake?.();
+        if (kicks !== kicksChecked) wake?.();
       });
   };
 
@@ -195,8 +196,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
         break;
       }
       // watched, an idle wake is rare and often the container's own state change: check each time
-      if (!asking && (kicked || watcher || Date.now() - lastCheck >= exitCheckMs)) {
-        kicked = false;
+      if (!asking && (kicks !== kicksChecked || watcher || Date.now() - lastCheck >= exitCheckMs)) {
         lastCheck = Date.now();
         checkRunning();
       }
@@ -227,7 +227,6 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
     done,
     kick() {
       if (ended) return false;
-      kicked = true;
       kicks += 1;
       exited = false;
       wake?.();
