@@ -210,13 +210,17 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
         opts.positions && !followers.has(containerId)
           ? jsonFileBeforeStart(containerId, info, opts.dockerRootDir?.())
           : undefined;
-      const created = { dir: !existsSync(path.dirname(logPath)), file: !existsSync(logPath) };
-      const f = jsonPath ? start(containerId, logPath, tty, jsonPath) : undefined;
-      return async (started) => {
-        if (!jsonPath) {
+      if (!jsonPath)
+        return async (started) => {
           if (started) follow(containerId, logPath, tty);
-        } else if (f && started) f.started?.();
-        else if (f && followers.get(containerId) === f) await abandon(containerId, f, logPath, created);
+        };
+      // what this call makes, so that a refused start takes away exactly that
+      const created = { dir: !existsSync(path.dirname(logPath)), file: !existsSync(logPath) };
+      const f = start(containerId, logPath, tty, jsonPath);
+      return async (started) => {
+        if (!f) return;
+        if (started) f.started?.();
+        else if (followers.get(containerId) === f) await abandon(containerId, f, logPath, created);
       };
     },
     reopen(containerId) {
