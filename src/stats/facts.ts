@@ -22,6 +22,15 @@ export interface ContainerFacts {
   hostNetwork: boolean;
 }
 
+/**
+ * The cgroup of a container given a cgroup parent (a kubelet pod's pause container), else
+ * undefined. Such a pause is sampled for its process count only, its pod being read as that
+ * parent; its own usage is read only when the parent turns out to be shared (pod-usage.ts).
+ */
+export function cgroupUnderParent(f: ContainerFacts | undefined): CgroupPaths | undefined {
+  return f?.cgroup && f.cgroupParent ? f.cgroup : undefined;
+}
+
 /** A source of inspect answers kept current by Docker events (the state view): asking it costs no Docker call. */
 export interface CurrentInspects {
   get(id: string): Promise<Docker.ContainerInspectInfo | undefined>;

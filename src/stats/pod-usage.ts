@@ -1,5 +1,6 @@
 import { childCgroups, keyPath, parentCgroup, type CgroupPaths } from './cgroup-path';
 import { readCgroupPids, readCgroupUsage } from './cgroup';
+import { cgroupUnderParent } from './facts';
 import { readNetDev } from './netdev';
 import { rateNow, type RateTracker } from './rate';
 import { wallNanos, type PodSample, type Sample, type Target } from './sample';
@@ -53,9 +54,9 @@ export function findPodCgroup(
   memo?: OwnCgroupMemo,
   now = Date.now(),
 ): CgroupPaths | undefined {
-  const pf = pause.facts;
-  if (!pf?.cgroup || !pf.cgroupParent) return undefined;
-  const parent = parentCgroup(pf.cgroup);
+  const pauseCgroup = cgroupUnderParent(pause.facts);
+  if (!pauseCgroup) return undefined;
+  const parent = parentCgroup(pauseCgroup);
   const parentKey = keyPath(parent);
   if (!parentKey || parentKey === '/') return undefined;
   for (const m of members) {
@@ -101,7 +102,6 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   const running = members.filter((m) => m.facts?.cgroup);
   const cg = sandbox.running ? findPodCgroup(pause, running, src.cgroupRoot, src.ownCgroups) : undefined;
   const timestamp = wallNanos();
-  const pf = pause.facts;
   const netPid = netnsPid(sandbox, pause);
   const network = netPid > 0 ? readNetDev(netPid, src.procRoot) : undefined;
   const all = [pause, ...members];
@@ -122,8 +122,9 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   const usages = all.map((s) => s.usage);
   // a pause under a cgroup parent was read for its process count alone (sampler.ts): that parent
   // is not the pod's own after all, so the pause's usage is part of the sum
-  if (pf?.cgroupParent && pf.cgroup) {
-    usages[0] = pauseUsage(src, pause, pf.cgroup);
+  const pauseCgroup = cgroupUnderParent(pause.facts);
+  if (pauseCgroup) {
+    usages[0] = pauseUsage(src, pause, pauseCgroup);
     const rate = rateNow(src.rates, pause.id, usages[0].cpuUsageNanos);
     if (rate !== undefined) nanoCores = (nanoCores ?? 0) + rate;
   }

@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/logger';
 import { readCgroupPids, readCgroupUsage } from './cgroup';
-import { MISS, type ContainerFacts, type FactsCache } from './facts';
+import { cgroupUnderParent, MISS, type ContainerFacts, type FactsCache } from './facts';
 import { rateNow, type RateTracker } from './rate';
 import { wallNanos, type Sample, type Target, type TargetKind } from './sample';
 import type { CgroupUsage, UsageWanted } from './usage';
@@ -26,9 +26,8 @@ const WANTED: Record<TargetKind, UsageWanted> = { container: { pids: false }, sa
 export function sampleWith(src: SampleSources, t: Target, kind: TargetKind, f: ContainerFacts | undefined): Sample {
   const timestamp = wallNanos();
   let usage: CgroupUsage = {};
-  // a pause container under a parent of its own: its pod is read as that cgroup (pod-usage.ts), and
-  // its own usage only if the parent turns out to be shared; its process count is needed either way
-  if (f?.cgroup && kind === 'sandbox' && f.cgroupParent) usage = { pids: readCgroupPids(f.cgroup, src.cgroupRoot) };
+  const pidsOnly = kind === 'sandbox' ? cgroupUnderParent(f) : undefined;
+  if (pidsOnly) usage = { pids: readCgroupPids(pidsOnly, src.cgroupRoot) };
   else if (f?.cgroup) usage = readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]);
   const nanoCores = rateNow(src.rates, t.id, usage.cpuUsageNanos);
   let writable: Sample['writable'];
