@@ -1,5 +1,5 @@
 import * as path from 'path';
-import { controllerDirSync, DEFAULT_CGROUP_ROOT, type CgroupPaths } from './cgroup-path';
+import { controllerDirSync, DEFAULT_CGROUP_ROOT, perCgroup, type CgroupPaths, type PerCgroup } from './cgroup-path';
 import { countLines, readBigInt, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
@@ -8,8 +8,6 @@ import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usa
  * descendants (what a pod cgroup needs); the plain keys are the fallback for
  * kernels that lack them.
  */
-/** A cgroup's file names, worked out once per CgroupPaths (the facts cache keeps the same object for a container's life). */
-const filesOf = new WeakMap<CgroupPaths, V1Files>();
 interface V1Files {
   cpu: string;
   usage: string;
@@ -19,23 +17,22 @@ interface V1Files {
   procs: string;
 }
 
-function v1Files(cg: CgroupPaths, root: string): V1Files {
-  let f = root === DEFAULT_CGROUP_ROOT ? filesOf.get(cg) : undefined;
-  if (!f) {
-    const cpuDir = controllerDirSync(cg, 'cpuacct', root);
-    const memDir = controllerDirSync(cg, 'memory', root);
-    f = {
-      cpu: path.join(cpuDir, 'cpuacct.usage'),
-      usage: path.join(memDir, 'memory.usage_in_bytes'),
-      limit: path.join(memDir, 'memory.limit_in_bytes'),
-      stat: path.join(memDir, 'memory.stat'),
-      pids: path.join(controllerDirSync(cg, 'pids', root), 'pids.current'),
-      procs: path.join(cpuDir, 'cgroup.procs'),
-    };
-    if (root === DEFAULT_CGROUP_ROOT) filesOf.set(cg, f);
-  }
-  return f;
+function makeV1Files(cg: CgroupPaths, root: string): V1Files {
+  const cpuDir = controllerDirSync(cg, 'cpuacct', root);
+  const memDir = controllerDirSync(cg, 'memory', root);
+  return {
+    cpu: path.join(cpuDir, 'cpuacct.usage'),
+    usage: path.join(memDir, 'memory.usage_in_bytes'),
+    limit: path.join(memDir, 'memory.limit_in_bytes'),
+    stat: path.join(memDir, 'memory.stat'),
+    pids: path.join(controllerDirSync(cg, 'pids', root), 'pids.current'),
+    procs: path.join(cpuDir, 'cgroup.procs'),
+  };
 }
+
+/** A cgroup's file names, worked out once per CgroupPaths. */
+const filesOf: PerCgroup<V1Files> = new WeakMap();
+const v1Files = (cg: CgroupPaths, root: string): V1Files => perCgroup(filesOf, cg, root, makeV1Files);
 
 /**
  * The memory.stat keys a reading needs, each as its hierarchical key (`total_*`, what a pod

@@ -1,5 +1,5 @@
 import * as path from 'path';
-import { controllerDirSync, DEFAULT_CGROUP_ROOT, type CgroupPaths } from './cgroup-path';
+import { controllerDirSync, DEFAULT_CGROUP_ROOT, perCgroup, type CgroupPaths, type PerCgroup } from './cgroup-path';
 import { countLines, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
@@ -7,9 +7,34 @@ import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usa
  * cgroup v2: one unified directory. cpu.stat counts microseconds; memory.stat
  * is already hierarchical; RSS is `anon` (what cAdvisor reports as rss on v2).
  */
-export function readV2Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
+interface V2Files {
+  cpuStat: string;
+  current: string;
+  stat: string;
+  max: string;
+  pids: string;
+  procs: string;
+}
+
+function makeV2Files(cg: CgroupPaths, root: string): V2Files {
   const dir = controllerDirSync(cg, '', root);
-  return readNumber(path.join(dir, 'pids.current')) ?? countLines(path.join(dir, 'cgroup.procs'));
+  return {
+    cpuStat: path.join(dir, 'cpu.stat'),
+    current: path.join(dir, 'memory.current'),
+    stat: path.join(dir, 'memory.stat'),
+    max: path.join(dir, 'memory.max'),
+    pids: path.join(dir, 'pids.current'),
+    procs: path.join(dir, 'cgroup.procs'),
+  };
+}
+
+/** A cgroup's file names, worked out once per CgroupPaths (not joined again at every stats call). */
+const filesOf: PerCgroup<V2Files> = new WeakMap();
+const v2Files = (cg: CgroupPaths, root: string): V2Files => perCgroup(filesOf, cg, root, makeV2Files);
+
+export function readV2Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
+  const f = v2Files(cg, root);
+  return readNumber(f.pids) ?? countLines(f.procs);
 }
 
 const CPU_KEYS = [statKey('usage_usec ')];
@@ -18,15 +43,15 @@ const STAT_KEYS = ['inactive_file ', 'anon ', 'pgfault ', 'pgmajfault '].map(sta
 const values: Array<number | undefined> = new Array<number | undefined>(STAT_KEYS.length);
 
 export function readV2Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: UsageWanted = {}): CgroupUsage {
-  const dir = controllerDirSync(cg, '', root);
-  readKeyed(path.join(dir, 'cpu.stat'), CPU_KEYS, values);
+  const f = v2Files(cg, root);
+  readKeyed(f.cpuStat, CPU_KEYS, values);
   const cpu = values[0];
-  const current = readNumber(path.join(dir, 'memory.current'));
-  readKeyed(path.join(dir, 'memory.stat'), STAT_KEYS, values);
+  const current = readNumber(f.current);
+  readKeyed(f.stat, STAT_KEYS, values);
   return {
     cpuUsageNanos: cpu !== undefined ? BigInt(cpu) * 1000n : undefined,
     memoryUsage: current,
-    memoryLimit: want.limit === false ? undefined : realLimit(readNumber(path.join(dir, 'memory.max'))),
+    memoryLimit: want.limit === false ? undefined : realLimit(readNumber(f.max)),
     workingSet: workingSet(current, values[0]),
     rss: values[1],
     pageFaults: values[2],

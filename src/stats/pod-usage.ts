@@ -27,8 +27,15 @@ export function sumUsage(all: readonly CgroupUsage[]): CgroupUsage {
 /** How long a parent found to hold only the pod's containers (or not) stands before it is listed again. */
 export const OWN_CGROUP_RECHECK_MS = 30_000;
 
-/** Per parent and member set: whether the parent held only them, and when that was listed. */
-export type OwnCgroupMemo = Map<string, { own: boolean; at: number }>;
+/** Per pause container: its parent and members, whether the parent held only them, and when that was listed. */
+export type OwnCgroupMemo = Map<string, { parent: string; members: string[]; own: boolean; at: number }>;
+
+/** Whether `members` are the containers (same ids, same order) an answer was given for. */
+function sameMembers(ids: readonly string[], members: readonly Sample[]): boolean {
+  if (ids.length !== members.length) return false;
+  for (let i = 0; i < ids.length; i++) if (ids[i] !== members[i].id) return false;
+  return true;
+}
 
 /** Forgets answers due for a new look, those of pods gone among them: the memo stays the node's size. */
 export function pruneOwnCgroups(memo: OwnCgroupMemo, now: number): void {
@@ -44,7 +51,7 @@ export function pruneOwnCgroups(memo: OwnCgroupMemo, now: number): void {
  *
  * Listing the parent was 110 readdirs per ListPodSandboxStats, ~3.7 ms of the main thread at 110
  * pods (cgroupfs keeps no directory mtime to tell a change by). With `memo`, the answer for the
- * same parent and members stands for OWN_CGROUP_RECHECK_MS: a foreign container put under a
+ * same pause, parent and members stands for OWN_CGROUP_RECHECK_MS: a foreign container put under a
  * pod's parent (never the kubelet's doing) is noticed within that time.
  */
 export function findPodCgroup(
@@ -62,16 +69,20 @@ export function findPodCgroup(
   for (const m of members) {
     if (m.facts?.cgroup && keyPath(parentCgroup(m.facts.cgroup)) !== parentKey) return undefined;
   }
-  const ids = [pause.id, ...members.map((m) => m.id)];
-  const key = `${parentKey} ${ids.join(' ')}`;
-  const known = memo?.get(key);
-  let own = known && now - known.at < OWN_CGROUP_RECHECK_MS ? known.own : undefined;
-  if (own === undefined) {
-    const children = childCgroups(parent, root);
-    own = children !== undefined && children.every((c) => ids.some((id) => c.includes(id)));
-    // an unreadable parent is asked again at the next call
-    if (children) memo?.set(key, { own, at: now });
-  }
+  // the same question as last time is answered from the memo without building a key for it
+  const known = memo?.get(pause.id);
+  if (
+    known &&
+    now - known.at < OWN_CGROUP_RECHECK_MS &&
+    known.parent === parentKey &&
+    sameMembers(known.members, members)
+  )
+    return known.own ? parent : undefined;
+  const ids = members.map((m) => m.id);
+  const children = childCgroups(parent, root);
+  const own = children !== undefined && children.every((c) => c.includes(pause.id) || ids.some((id) => c.includes(id)));
+  // an unreadable parent is asked again at the next call
+  if (children) memo?.set(pause.id, { parent: parentKey, members: ids, own, at: now });
   return own ? parent : undefined;
 }
 

@@ -41,6 +41,31 @@ describe('/proc/<pid>/cgroup', () => {
     expect(keyPath(cg)).toBe('/system.slice/docker-c1.scope');
     expect(keyPath(parentCgroup(cg))).toBe('/system.slice');
   });
+  it('one parent object per cgroup object, so what is derived from it is worked out once', () => {
+    const cg = parseProcCgroup('4:memory:/pod1/c1\n');
+    expect(parentCgroup(cg)).toBe(parentCgroup(cg));
+    // an equal but distinct cgroup object (a restarted container's) gets its own
+    expect(parentCgroup(parseProcCgroup('4:memory:/pod1/c1\n'))).not.toBe(parentCgroup(cg));
+  });
+});
+
+describe('file names kept per cgroup object', () => {
+  it.each([
+    ['v1', '4:memory:/pod1/c1\n3:cpuacct:/pod1/c1\n', 'memory/pod1/c1/memory.usage_in_bytes'],
+    ['v2', '0::/pod1/c1\n', 'pod1/c1/memory.current'],
+  ])('%s: the same cgroup read under another root reads that root', async (_v, procCgroup, usageFile) => {
+    const cg = parseProcCgroup(procCgroup);
+    const other = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-stats-cg2-'));
+    try {
+      await tree(root, { [usageFile]: '100\n' });
+      await tree(other, { [usageFile]: '200\n' });
+      expect(readCgroupUsage(cg, root).memoryUsage).toBe(100);
+      expect(readCgroupUsage(cg, other).memoryUsage).toBe(200);
+      expect(readCgroupUsage(parentCgroup(cg), root).memoryUsage).toBeUndefined();
+    } finally {
+      await fsp.rm(other, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('cgroup v1 reader', () => {
