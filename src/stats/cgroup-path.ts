@@ -50,6 +50,25 @@ export function perCgroup<T>(
   return value;
 }
 
+/** A reader's files: its name for each -> [controller (the v1 hierarchy; unused on v2), file name]. */
+export type CgroupFileNames<K extends string> = Record<K, readonly [controller: string, file: string]>;
+
+/**
+ * A reader's file paths for a cgroup, joined once per CgroupPaths object and root: a container's
+ * files were joined anew at every stats call (v2), a pod cgroup's too (v1).
+ */
+export function filesPerCgroup<K extends string>(
+  names: CgroupFileNames<K>,
+): (cg: CgroupPaths, root: string) => Record<K, string> {
+  const kept: PerCgroup<Record<K, string>> = new WeakMap();
+  const join = (cg: CgroupPaths, root: string): Record<K, string> => {
+    const out = {} as Record<K, string>;
+    for (const k in names) out[k] = path.join(controllerDirSync(cg, names[k][0], root), names[k][1]);
+    return out;
+  };
+  return (cg, root) => perCgroup(kept, cg, root, join);
+}
+
 const parents: PerCgroup<CgroupPaths> = new WeakMap();
 
 function makeParent(cg: CgroupPaths): CgroupPaths {

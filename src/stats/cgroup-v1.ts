@@ -1,5 +1,4 @@
-import * as path from 'path';
-import { controllerDirSync, DEFAULT_CGROUP_ROOT, perCgroup, type CgroupPaths, type PerCgroup } from './cgroup-path';
+import { DEFAULT_CGROUP_ROOT, filesPerCgroup, type CgroupPaths } from './cgroup-path';
 import { countLines, readBigInt, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
@@ -8,31 +7,15 @@ import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usa
  * descendants (what a pod cgroup needs); the plain keys are the fallback for
  * kernels that lack them.
  */
-interface V1Files {
-  cpu: string;
-  usage: string;
-  limit: string;
-  stat: string;
-  pids: string;
-  procs: string;
-}
-
-function makeV1Files(cg: CgroupPaths, root: string): V1Files {
-  const cpuDir = controllerDirSync(cg, 'cpuacct', root);
-  const memDir = controllerDirSync(cg, 'memory', root);
-  return {
-    cpu: path.join(cpuDir, 'cpuacct.usage'),
-    usage: path.join(memDir, 'memory.usage_in_bytes'),
-    limit: path.join(memDir, 'memory.limit_in_bytes'),
-    stat: path.join(memDir, 'memory.stat'),
-    pids: path.join(controllerDirSync(cg, 'pids', root), 'pids.current'),
-    procs: path.join(cpuDir, 'cgroup.procs'),
-  };
-}
-
-/** A cgroup's file names, worked out once per CgroupPaths. */
-const filesOf: PerCgroup<V1Files> = new WeakMap();
-const v1Files = (cg: CgroupPaths, root: string): V1Files => perCgroup(filesOf, cg, root, makeV1Files);
+/** A cgroup's files, joined once per CgroupPaths. */
+const v1Files = filesPerCgroup({
+  cpu: ['cpuacct', 'cpuacct.usage'],
+  usage: ['memory', 'memory.usage_in_bytes'],
+  limit: ['memory', 'memory.limit_in_bytes'],
+  stat: ['memory', 'memory.stat'],
+  pids: ['pids', 'pids.current'],
+  procs: ['cpuacct', 'cgroup.procs'],
+});
 
 /**
  * The memory.stat keys a reading needs, each as its hierarchical key (`total_*`, what a pod

@@ -1,5 +1,4 @@
-import * as path from 'path';
-import { controllerDirSync, DEFAULT_CGROUP_ROOT, perCgroup, type CgroupPaths, type PerCgroup } from './cgroup-path';
+import { DEFAULT_CGROUP_ROOT, filesPerCgroup, type CgroupPaths } from './cgroup-path';
 import { countLines, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
@@ -7,30 +6,15 @@ import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usa
  * cgroup v2: one unified directory. cpu.stat counts microseconds; memory.stat
  * is already hierarchical; RSS is `anon` (what cAdvisor reports as rss on v2).
  */
-interface V2Files {
-  cpuStat: string;
-  current: string;
-  stat: string;
-  max: string;
-  pids: string;
-  procs: string;
-}
-
-function makeV2Files(cg: CgroupPaths, root: string): V2Files {
-  const dir = controllerDirSync(cg, '', root);
-  return {
-    cpuStat: path.join(dir, 'cpu.stat'),
-    current: path.join(dir, 'memory.current'),
-    stat: path.join(dir, 'memory.stat'),
-    max: path.join(dir, 'memory.max'),
-    pids: path.join(dir, 'pids.current'),
-    procs: path.join(dir, 'cgroup.procs'),
-  };
-}
-
-/** A cgroup's file names, worked out once per CgroupPaths (not joined again at every stats call). */
-const filesOf: PerCgroup<V2Files> = new WeakMap();
-const v2Files = (cg: CgroupPaths, root: string): V2Files => perCgroup(filesOf, cg, root, makeV2Files);
+/** A cgroup's files, joined once per CgroupPaths. */
+const v2Files = filesPerCgroup({
+  cpuStat: ['', 'cpu.stat'],
+  current: ['', 'memory.current'],
+  stat: ['', 'memory.stat'],
+  max: ['', 'memory.max'],
+  pids: ['', 'pids.current'],
+  procs: ['', 'cgroup.procs'],
+});
 
 export function readV2Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
   const f = v2Files(cg, root);
