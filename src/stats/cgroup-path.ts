@@ -31,23 +31,18 @@ export function parseProcCgroup(text: string): CgroupPaths {
 }
 
 /**
- * Answers worked out from a cgroup's paths, one per CgroupPaths object and kept while it lives:
- * a container's facts keep the same object for the container's life (facts.ts).
+ * `make`, answered once per CgroupPaths object and root (tests read fake roots) and kept while
+ * that object lives: a container's facts keep the same object for the container's life (facts.ts).
  */
-export type PerCgroup<T> = WeakMap<CgroupPaths, { root: string; value: T }>;
-
-/** `make(cg, root)` once per cgroup object and root (tests read fake roots), then the kept answer. */
-export function perCgroup<T>(
-  kept: PerCgroup<T>,
-  cg: CgroupPaths,
-  root: string,
-  make: (cg: CgroupPaths, root: string) => T,
-): T {
-  const hit = kept.get(cg);
-  if (hit && hit.root === root) return hit.value;
-  const value = make(cg, root);
-  kept.set(cg, { root, value });
-  return value;
+function keptPerCgroup<T>(make: (cg: CgroupPaths, root: string) => T): (cg: CgroupPaths, root: string) => T {
+  const kept = new WeakMap<CgroupPaths, { root: string; value: T }>();
+  return (cg, root) => {
+    const hit = kept.get(cg);
+    if (hit && hit.root === root) return hit.value;
+    const value = make(cg, root);
+    kept.set(cg, { root, value });
+    return value;
+  };
 }
 
 /** A reader's files: its name for each -> [controller (the v1 hierarchy; unused on v2), file name]. */
@@ -60,22 +55,18 @@ export type CgroupFileNames<K extends string> = Record<K, readonly [controller: 
 export function filesPerCgroup<K extends string>(
   names: CgroupFileNames<K>,
 ): (cg: CgroupPaths, root: string) => Record<K, string> {
-  const kept: PerCgroup<Record<K, string>> = new WeakMap();
-  const join = (cg: CgroupPaths, root: string): Record<K, string> => {
+  return keptPerCgroup((cg, root) => {
     const out = {} as Record<K, string>;
     for (const k in names) out[k] = path.join(controllerDirSync(cg, names[k][0], root), names[k][1]);
     return out;
-  };
-  return (cg, root) => perCgroup(kept, cg, root, join);
+  });
 }
 
-const parents: PerCgroup<CgroupPaths> = new WeakMap();
-
-function makeParent(cg: CgroupPaths): CgroupPaths {
+const parentOf = keptPerCgroup((cg) => {
   const paths = new Map<string, string>();
   for (const [k, p] of cg.paths) paths.set(k, path.posix.dirname(p));
   return { version: cg.version, paths };
-}
+});
 
 /**
  * The parent cgroup (one level up, in every hierarchy): where a pod cgroup would be. The same
@@ -85,7 +76,7 @@ function makeParent(cg: CgroupPaths): CgroupPaths {
  */
 export function parentCgroup(cg: CgroupPaths): CgroupPaths {
   // one level up is the same under any root
-  return perCgroup(parents, cg, '', makeParent);
+  return parentOf(cg, '');
 }
 
 /** The path that identifies a cgroup for comparisons: memory's on v1 (always mounted), the unified one on v2. */
