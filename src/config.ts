@@ -25,6 +25,8 @@ export interface Config {
   logFormat: LogFormat;
   /** A pull that reports no progress for this long is cancelled. */
   imagePullProgressDeadlineSeconds: number;
+  /** A Docker call that a working dockerd answers at once, unanswered this long, makes RuntimeReady false (0: never). */
+  dockerStallTimeoutSeconds: number;
   /** Docker json-file `max-size` of containers we create (e.g. `10m`): its rotation size. */
   containerLogMaxSize: string;
   /** Docker json-file `max-file` (at least 2): rotated files kept before Docker deletes the oldest. */
@@ -53,6 +55,8 @@ export const DEFAULTS: Config = {
   logLevel: 'info',
   logFormat: 'text',
   imagePullProgressDeadlineSeconds: 60,
+  // the kubelet's own PLEG health threshold, which a hung dockerd used to trip under dockershim
+  dockerStallTimeoutSeconds: 180,
   // kubelet's own container log defaults; at Docker's write rate (~30 MB/s here) a file stays
   // on disk for over a second after its rotation, long enough for the copy to open it
   containerLogMaxSize: '10m',
@@ -110,6 +114,12 @@ export function logSize(value: string): string {
 function logFiles(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 2) throw new InvalidArgumentError('must be an integer of at least 2');
+  return n;
+}
+
+function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number of seconds (0: off)');
   return n;
 }
 
@@ -204,6 +214,14 @@ export function buildCli(): Command {
         .default(d.imagePullProgressDeadlineSeconds),
     )
     .addOption(
+      new Option(
+        '--docker-stall-timeout <seconds>',
+        'report RuntimeReady=false while a Docker call that should be prompt has hung this long (0: off)',
+      )
+        .argParser(nonNegativeInt)
+        .default(d.dockerStallTimeoutSeconds),
+    )
+    .addOption(
       new Option('--container-log-max-size <size>', 'Docker json-file max-size of new containers (its rotation size)')
         .argParser(logSize)
         .default(d.containerLogMaxSize),
@@ -236,6 +254,7 @@ interface CliOptions {
   logLevel: string;
   logFormat: LogFormat;
   imagePullProgressDeadline: number;
+  dockerStallTimeout: number;
   containerLogMaxSize: string;
   containerLogMaxFiles: number;
   version?: boolean;
@@ -270,6 +289,7 @@ export function parseConfig(argv: string[], cli: Command = buildCli()): Config {
     logLevel: o.logLevel,
     logFormat: o.logFormat,
     imagePullProgressDeadlineSeconds: o.imagePullProgressDeadline,
+    dockerStallTimeoutSeconds: o.dockerStallTimeout,
     containerLogMaxSize: o.containerLogMaxSize,
     containerLogMaxFiles: o.containerLogMaxFiles,
     printVersion: o.version === true,

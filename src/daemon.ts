@@ -12,6 +12,7 @@ import type { ServiceDeps } from './service-deps';
 import { dockerOptions } from './docker/client';
 import { connectEngine } from './docker/connect';
 import { instrumentEngine } from './docker/instrumented-engine';
+import { createStallWatch } from './docker/stall-watch';
 import { createEngineInfo, refreshOnDaemonEvents } from './docker/engine-info';
 import { lowestOomScoreAdj } from './docker/oom-score';
 import { detectCapabilityGrant } from './docker/capabilities';
@@ -54,12 +55,14 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // prom-client and its default collectors' timers are loaded only on nodes that serve /metrics
   const metricsModule = config.metricsBindAddress ? await import('./server/metrics') : undefined;
   const metrics: Metrics | undefined = metricsModule?.createMetrics();
+  const stalls = createStallWatch({ timeoutMs: config.dockerStallTimeoutSeconds * 1000, logger });
   const instrumented = instrumentEngine(client.engine, logger, {
     onRequest: (method, route, seconds, err) => metrics?.observeDocker(method, route, seconds, !err),
     // Status must say RuntimeReady=false as soon as a call finds Docker gone
     onUnreachable: (err) => engine.markUnreachable(err.message),
+    stalls,
   });
-  const engine = createEngineInfo(instrumented, logger);
+  const engine = createEngineInfo(instrumented, logger, undefined, stalls);
   await engine.refresh();
 
   // probed once: runc fails every container whose oom_score_adj the kernel refuses
@@ -171,6 +174,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       logs.closeAll();
       network.close();
       engine.close();
+      stalls.close();
       state.close();
     },
   };

@@ -1,6 +1,7 @@
 import type { DockerEngine } from './engine';
 import { followDockerEvents, type EventSource } from './events';
 import type { Logger } from '../logging/logger';
+import { describeStall, type StallWatch } from './stall-watch';
 
 export interface EngineSnapshot {
   reachable: boolean;
@@ -14,10 +15,12 @@ export interface EngineSnapshot {
   runtimes: string[];
   defaultRuntime?: string;
   checkedAt: Date;
+  /** Set while a call that a working dockerd answers at once has waited past the stall timeout. */
+  unresponsive?: string;
 }
 
 export interface EngineInfo {
-  /** Last known state; costs no Docker round trip (the kubelet calls Status every few seconds). */
+  /** Last known state, and any stalled call; costs no Docker round trip (the kubelet calls Status every few seconds). */
   current(): EngineSnapshot;
   /** Probes now (ping, and info/version if stale, after an outage or when `force`d). */
   refresh(opts?: { force?: boolean }): Promise<EngineSnapshot>;
@@ -28,8 +31,16 @@ export interface EngineInfo {
   close(): void;
 }
 
-/** Caches `docker info`/`version`; a timer pings to notice outages and recoveries. */
-export function createEngineInfo(docker: DockerEngine, logger: Logger, intervalMs = 5000): EngineInfo {
+/**
+ * Caches `docker info`/`version`; a timer pings to notice outages and recoveries. A ping
+ * to a hung dockerd never fails, so `stalls` (the calls in flight) tells that case apart.
+ */
+export function createEngineInfo(
+  docker: DockerEngine,
+  logger: Logger,
+  intervalMs = 5000,
+  stalls?: Pick<StallWatch, 'stalled'>,
+): EngineInfo {
   let snap: EngineSnapshot = { reachable: false, runtimes: [], checkedAt: new Date(0), error: 'not probed yet' };
   let infoAt = 0;
   let inFlight: Promise<EngineSnapshot> | undefined;
@@ -89,7 +100,10 @@ export function createEngineInfo(docker: DockerEngine, logger: Logger, intervalM
   timer.unref();
 
   return {
-    current: () => snap,
+    current: () => {
+      const stalled = stalls?.stalled();
+      return stalled ? { ...snap, unresponsive: describeStall(stalled) } : snap;
+    },
     refresh,
     onRecovered(fn) {
       recovered.push(fn);

@@ -1,38 +1,48 @@
 import type { DockerEngine } from './engine';
 import { DockerUnreachableError } from './errors';
 import { shortId, type Logger } from '../logging/logger';
+import type { StallScope, StallWatch } from './stall-watch';
 
-/** The Engine API request behind each DockerEngine call, as the metrics label it. */
+/**
+ * The Engine API request behind each DockerEngine call, as the metrics label it, and what
+ * the call means when it stays unanswered (`stall`; none for streams, pulls and disk walks,
+ * which may run for as long as they like).
+ */
 const ROUTES: {
-  [K in keyof DockerEngine]: { method: string; route: string; subject?: 'container' | 'exec' | 'image' };
+  [K in keyof DockerEngine]: {
+    method: string;
+    route: string;
+    subject?: 'container' | 'exec' | 'image';
+    stall?: StallScope;
+  };
 } = {
-  inspectContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container' },
-  findContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container' },
-  listContainers: { method: 'GET', route: '/containers/json' },
-  createContainer: { method: 'POST', route: '/containers/create' },
-  startContainer: { method: 'POST', route: '/containers/{id}/start', subject: 'container' },
-  stopContainer: { method: 'POST', route: '/containers/{id}/stop', subject: 'container' },
-  killContainer: { method: 'POST', route: '/containers/{id}/kill', subject: 'container' },
-  removeContainer: { method: 'DELETE', route: '/containers/{id}', subject: 'container' },
-  updateContainer: { method: 'POST', route: '/containers/{id}/update', subject: 'container' },
-  containerLogs: { method: 'GET', route: '/containers/{id}/logs', subject: 'container' },
+  inspectContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container', stall: 'engine' },
+  findContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container', stall: 'engine' },
+  listContainers: { method: 'GET', route: '/containers/json', stall: 'engine' },
+  createContainer: { method: 'POST', route: '/containers/create', stall: 'engine' },
+  startContainer: { method: 'POST', route: '/containers/{id}/start', subject: 'container', stall: 'object' },
+  stopContainer: { method: 'POST', route: '/containers/{id}/stop', subject: 'container', stall: 'object' },
+  killContainer: { method: 'POST', route: '/containers/{id}/kill', subject: 'container', stall: 'object' },
+  removeContainer: { method: 'DELETE', route: '/containers/{id}', subject: 'container', stall: 'object' },
+  updateContainer: { method: 'POST', route: '/containers/{id}/update', subject: 'container', stall: 'object' },
+  containerLogs: { method: 'GET', route: '/containers/{id}/logs', subject: 'container', stall: 'object' },
   followContainerLogs: { method: 'GET', route: '/containers/{id}/logs', subject: 'container' },
   attachContainer: { method: 'POST', route: '/containers/{id}/attach', subject: 'container' },
-  resizeContainer: { method: 'POST', route: '/containers/{id}/resize', subject: 'container' },
-  createExec: { method: 'POST', route: '/containers/{id}/exec', subject: 'container' },
+  resizeContainer: { method: 'POST', route: '/containers/{id}/resize', subject: 'container', stall: 'object' },
+  createExec: { method: 'POST', route: '/containers/{id}/exec', subject: 'container', stall: 'engine' },
   startExec: { method: 'POST', route: '/exec/{id}/start', subject: 'exec' },
-  inspectExec: { method: 'GET', route: '/exec/{id}/json', subject: 'exec' },
-  resizeExec: { method: 'POST', route: '/exec/{id}/resize', subject: 'exec' },
-  inspectImage: { method: 'GET', route: '/images/{id}/json', subject: 'image' },
-  listImages: { method: 'GET', route: '/images/json' },
+  inspectExec: { method: 'GET', route: '/exec/{id}/json', subject: 'exec', stall: 'engine' },
+  resizeExec: { method: 'POST', route: '/exec/{id}/resize', subject: 'exec', stall: 'object' },
+  inspectImage: { method: 'GET', route: '/images/{id}/json', subject: 'image', stall: 'engine' },
+  listImages: { method: 'GET', route: '/images/json', stall: 'engine' },
   pullImage: { method: 'POST', route: '/images/create', subject: 'image' },
-  removeImage: { method: 'DELETE', route: '/images/{id}', subject: 'image' },
+  removeImage: { method: 'DELETE', route: '/images/{id}', subject: 'image', stall: 'object' },
   imageDistribution: { method: 'GET', route: '/distribution/{id}/json', subject: 'image' },
   imageLayersSize: { method: 'GET', route: '/system/df' },
   events: { method: 'GET', route: '/events' },
-  ping: { method: 'GET', route: '/_ping' },
-  info: { method: 'GET', route: '/info' },
-  version: { method: 'GET', route: '/version' },
+  ping: { method: 'GET', route: '/_ping', stall: 'engine' },
+  info: { method: 'GET', route: '/info', stall: 'engine' },
+  version: { method: 'GET', route: '/version', stall: 'engine' },
 };
 
 export interface EngineObserver {
@@ -40,6 +50,8 @@ export interface EngineObserver {
   onRequest?(method: string, route: string, seconds: number, err: unknown): void;
   /** A call found dockerd unreachable (so Status can say RuntimeReady=false at once). */
   onUnreachable?(err: DockerUnreachableError): void;
+  /** Times the calls that should answer promptly, so a hung dockerd is named. */
+  stalls?: StallWatch;
 }
 
 /** The log fields naming the object a call is about (`containerId` on every line concerning one). */
@@ -58,10 +70,13 @@ function subjectFields(subject: 'container' | 'exec' | 'image' | undefined, args
 export function instrumentEngine(inner: DockerEngine, logger: Logger, observer: EngineObserver = {}): DockerEngine {
   const wrapped = {} as Record<keyof DockerEngine, unknown>;
   for (const name of Object.keys(ROUTES) as Array<keyof DockerEngine>) {
-    const { method, route, subject } = ROUTES[name];
+    const { method, route, subject, stall } = ROUTES[name];
     const fn = inner[name] as (...args: unknown[]) => Promise<unknown>;
     wrapped[name] = async (...args: unknown[]): Promise<unknown> => {
       const t0 = process.hrtime.bigint();
+      // a stop may take its grace period before Docker kills the process
+      const allowanceMs = name === 'stopContainer' ? Number(args[1]) * 1000 || 0 : 0;
+      const answered = stall && observer.stalls?.begin(name, stall, subjectFields(subject, args), allowanceMs);
       let failure: unknown;
       try {
         return await fn.apply(inner, args);
@@ -69,6 +84,7 @@ export function instrumentEngine(inner: DockerEngine, logger: Logger, observer: 
         failure = err;
         throw err;
       } finally {
+        answered?.();
         const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
         observer.onRequest?.(method, route, seconds, failure);
         if (failure instanceof DockerUnreachableError) observer.onUnreachable?.(failure);

@@ -39,6 +39,7 @@ export function describeState(
     const where = dockerEndpoint || 'the default Docker endpoint';
     return { ready: false, status: `waiting for Docker at ${where}: ${engine.error ?? 'not reachable'}` };
   }
+  if (engine.unresponsive) return { ready: false, status: engine.unresponsive };
   if (!network.ready)
     return { ready: true, status: `serving CRI on ${socketPath}; waiting for a CNI config: ${network.message}` };
   return {

@@ -1,7 +1,22 @@
 import { VERSION } from '../config';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
+import type { EngineSnapshot } from '../docker/engine-info';
 import { RUNTIME_FEATURES, runtimeHandlers } from '../cri/runtime-features';
+
+/** Docker answers, and no call that a working dockerd answers at once is hanging. */
+function runtimeReady(engine: EngineSnapshot): { type: string; status: boolean; reason: string; message: string } {
+  if (!engine.reachable)
+    return {
+      type: 'RuntimeReady',
+      status: false,
+      reason: 'DockerDaemonNotReady',
+      message: `docker is unreachable: ${engine.error ?? 'unknown error'}`,
+    };
+  if (engine.unresponsive)
+    return { type: 'RuntimeReady', status: false, reason: 'DockerDaemonNotResponding', message: engine.unresponsive };
+  return { type: 'RuntimeReady', status: true, reason: '', message: '' };
+}
 
 /** Served from cached state: the kubelet polls Status every few seconds. */
 export function status(deps: ServiceDeps) {
@@ -9,12 +24,7 @@ export function status(deps: ServiceDeps) {
     const engine = deps.engine.current();
     const net = deps.network.status();
     const conditions = [
-      {
-        type: 'RuntimeReady',
-        status: engine.reachable,
-        reason: engine.reachable ? '' : 'DockerDaemonNotReady',
-        message: engine.reachable ? '' : `docker is unreachable: ${engine.error ?? 'unknown error'}`,
-      },
+      runtimeReady(engine),
       {
         type: 'NetworkReady',
         status: net.ready,

@@ -284,3 +284,52 @@ describe('container logs across a Docker restart (json-file read locally)', () =
     await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
   });
 });
+
+describe('a Docker Engine that stops answering', () => {
+  let h: Crishim | undefined;
+  afterAll(() => teardown(h));
+
+  it('reports RuntimeReady=false naming the hung call, while List still answers, and recovers', async () => {
+    h = await startCrishim({
+      subnetIndex: 205,
+      args: ['--docker-endpoint', tcpEndpoint, '--docker-stall-timeout', '2'],
+    });
+    const crishim = h;
+    const pod = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('before-freeze') })).pod_sandbox_id;
+    const runtimeReady = async () =>
+      (await call(crishim.runtime, 'Status', {})).status?.conditions?.find((c) => c.type === 'RuntimeReady');
+    expect((await runtimeReady())?.status).toBe(true);
+
+    // a frozen dockerd accepts connections and never answers: no call fails, every one hangs
+    dockerd.signal('SIGSTOP');
+    try {
+      await waitFor(
+        async () => {
+          if ((await runtimeReady())?.status !== false) throw new Error('still RuntimeReady');
+        },
+        'RuntimeReady stayed true with dockerd frozen',
+        30_000,
+      );
+      const cond = await runtimeReady();
+      expect(cond?.reason).toBe('DockerDaemonNotResponding');
+      expect(cond?.message).toMatch(/^docker \w+.* has not answered for \d+ s: dockerd may be hung$/);
+      // the relist is served from the view: without the watch nothing would tell the kubelet
+      const listed = await call(crishim.runtime, 'ListPodSandbox', {}, 5_000);
+      expect(listed.items.map((s) => s.id)).toContain(pod);
+      const log = await fsp.readFile(crishim.logFile, 'utf8');
+      expect(log).toMatch(/docker \w+ has not answered for \d+ s; Status reports RuntimeReady=false until it answers/);
+    } finally {
+      dockerd.signal('SIGCONT');
+    }
+    await waitFor(
+      async () => {
+        if ((await runtimeReady())?.status !== true) throw new Error('still not ready');
+      },
+      'RuntimeReady never came back after SIGCONT',
+      30_000,
+    );
+    expect(await fsp.readFile(crishim.logFile, 'utf8')).toMatch(/docker \w+ answered after \d+ s/);
+    await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
+    await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
+  });
+});
