@@ -63,6 +63,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     stalls,
   });
   const engine = createEngineInfo(instrumented, logger, undefined, stalls);
+  metrics?.setDockerWait(() => stalls.oldestWaitMs());
   await engine.refresh();
 
   // probed once: runc fails every container whose oom_score_adj the kernel refuses

@@ -26,6 +26,8 @@ export interface StallWatch {
   begin(call: string, scope: StallScope, fields: Record<string, string>, allowanceMs?: number): () => void;
   /** The longest-waiting engine-scoped call past the timeout, if any: costs a scan of the calls in flight. */
   stalled(): StalledCall | undefined;
+  /** How long the oldest engine-scoped call in flight has waited, past the timeout or not (0: none). */
+  oldestWaitMs(): number;
   /** Logs each call when it passes the timeout; a timer does this on its own. */
   check(): void;
   close(): void;
@@ -50,6 +52,7 @@ interface InFlight {
 const OFF: StallWatch = {
   begin: () => () => undefined,
   stalled: () => undefined,
+  oldestWaitMs: () => 0,
   check: () => undefined,
   close: () => undefined,
 };
@@ -62,9 +65,15 @@ const OFF: StallWatch = {
  */
 export function createStallWatch(opts: StallWatchOptions): StallWatch {
   if (opts.timeoutMs <= 0) return OFF;
-  const now = opts.now ?? Date.now;
+  // monotonic: a wall-clock step must neither fake nor hide a stall
+  const now = opts.now ?? ((): number => performance.now());
   const inFlight = new Set<InFlight>();
 
+  // a Set iterates in insertion order, which is the order the calls started
+  const oldestEngineCall = (): InFlight | undefined => {
+    for (const c of inFlight) if (c.scope === 'engine') return c;
+    return undefined;
+  };
   const waited = (c: InFlight, at: number): StalledCall => ({
     call: c.call,
     fields: c.fields,
@@ -109,10 +118,12 @@ export function createStallWatch(opts: StallWatchOptions): StallWatch {
     },
     stalled() {
       const at = now();
-      let oldest: InFlight | undefined;
-      for (const c of inFlight)
-        if (c.scope === 'engine' && at >= c.deadline && (!oldest || c.startedAt < oldest.startedAt)) oldest = c;
-      return oldest && waited(oldest, at);
+      for (const c of inFlight) if (c.scope === 'engine' && at >= c.deadline) return waited(c, at);
+      return undefined;
+    },
+    oldestWaitMs() {
+      const oldest = oldestEngineCall();
+      return oldest ? now() - oldest.startedAt : 0;
     },
     check,
     close: () => clearInterval(timer),

@@ -12,6 +12,8 @@ export interface Metrics {
   observeCni(op: 'ADD' | 'DEL', seconds: number, ok: boolean): void;
   /** Sets the collector for the sandbox/container state gauges (runs once per scrape, shared by both). */
   setStateCollector(fn: () => Promise<StateCounts>): void;
+  /** Sets what the oldest-Docker-call gauge reads at each scrape (milliseconds waited, 0 for none). */
+  setDockerWait(fn: () => number): void;
 }
 
 /** Counts by CRI state, e.g. `{ SANDBOX_READY: 2 }`. */
@@ -90,6 +92,15 @@ export function createMetrics(): Metrics {
         for (const [state, n] of Object.entries(pick(s))) this.set({ state }, n);
       },
     });
+  let dockerWaitMs = (): number => 0;
+  new Gauge({
+    name: 'crishim_docker_oldest_call_seconds',
+    help: 'How long the oldest Docker call that a working dockerd answers at once has been waiting (0: none).',
+    registers: [registry],
+    collect() {
+      this.set(dockerWaitMs() / 1000);
+    },
+  });
   stateGauge('crishim_pod_sandboxes', 'Pod sandboxes by CRI state.', (s) => s.sandboxes);
   stateGauge('crishim_containers', 'Containers by CRI state.', (s) => s.containers);
   return {
@@ -108,6 +119,9 @@ export function createMetrics(): Metrics {
     },
     setStateCollector(fn) {
       collect = fn;
+    },
+    setDockerWait(fn) {
+      dockerWaitMs = fn;
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import { promises as fsp, createWriteStream, existsSync } from 'fs';
+import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
@@ -283,4 +284,20 @@ export function collect<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
     stream.on('end', () => resolve(out));
     stream.on('error', reject);
   });
+}
+
+/** The daemon's /metrics text (started with --metrics-bind-address=127.0.0.1:0; the port is read from its log). */
+export async function scrapeMetrics(h: Crishim): Promise<string> {
+  const log = await fsp.readFile(h.logFile, 'utf8');
+  const port = /"address":"127\.0\.0\.1:(\d+)"|address="127\.0\.0\.1:(\d+)"/.exec(log);
+  if (!port) throw new Error('metrics address not logged');
+  return new Promise((resolve, reject) =>
+    http
+      .get(`http://127.0.0.1:${port[1] ?? port[2]}/metrics`, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject),
+  );
 }

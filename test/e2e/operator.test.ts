@@ -1,26 +1,10 @@
 import { promises as fsp } from 'fs';
-import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
-import { call, codeOf, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { call, codeOf, podConfig, scrapeMetrics, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(120_000);
-
-async function scrape(h: Crishim): Promise<string> {
-  const log = await fsp.readFile(h.logFile, 'utf8');
-  const port = /"address":"127\.0\.0\.1:(\d+)"|address="127\.0\.0\.1:(\d+)"/.exec(log);
-  if (!port) throw new Error('metrics address not logged');
-  return new Promise((resolve, reject) =>
-    http
-      .get(`http://127.0.0.1:${port[1] ?? port[2]}/metrics`, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve(body));
-      })
-      .on('error', reject),
-  );
-}
 
 function dockerRequests(metrics: string): number {
   return metrics
@@ -103,9 +87,9 @@ describe('running it the way operators do', () => {
 
   it('serves Status from cache: no Docker round trip per call', async () => {
     h = await startCrishim({ subnetIndex: 208, args: ['--metrics-bind-address=127.0.0.1:0', '--network-plugin=none'] });
-    const before = dockerRequests(await scrape(h));
+    const before = dockerRequests(await scrapeMetrics(h));
     for (let i = 0; i < 50; i++) await call(h.runtime, 'Status', {});
-    const after = dockerRequests(await scrape(h));
+    const after = dockerRequests(await scrapeMetrics(h));
     // the only Docker traffic meanwhile can be the background health probe
     expect(after - before).toBeLessThanOrEqual(3);
   });

@@ -8,7 +8,17 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import Docker from 'dockerode';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  docker,
+  podConfig,
+  scrapeMetrics,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 import { startPrivateDockerd, type PrivateDockerd } from '../support/private-dockerd';
 
 jest.setTimeout(240_000);
@@ -292,7 +302,7 @@ describe('a Docker Engine that stops answering', () => {
   it('reports RuntimeReady=false naming the hung call, while List still answers, and recovers', async () => {
     h = await startCrishim({
       subnetIndex: 205,
-      args: ['--docker-endpoint', tcpEndpoint, '--docker-stall-timeout', '2'],
+      args: ['--docker-endpoint', tcpEndpoint, '--docker-stall-timeout', '2', '--metrics-bind-address=127.0.0.1:0'],
     });
     const crishim = h;
     const pod = (await call(crishim.runtime, 'RunPodSandbox', { config: podConfig('before-freeze') })).pod_sandbox_id;
@@ -316,6 +326,9 @@ describe('a Docker Engine that stops answering', () => {
       // the relist is served from the view: without the watch nothing would tell the kubelet
       const listed = await call(crishim.runtime, 'ListPodSandbox', {}, 5_000);
       expect(listed.items.map((s) => s.id)).toContain(pod);
+      // and for Prometheus: how long the oldest prompt call has waited
+      const waited = /^crishim_docker_oldest_call_seconds (\S+)$/m.exec(await scrapeMetrics(crishim))?.[1];
+      expect(Number(waited)).toBeGreaterThanOrEqual(2);
       const log = await fsp.readFile(crishim.logFile, 'utf8');
       expect(log).toMatch(/docker \w+ has not answered for \d+ s; Status reports RuntimeReady=false until it answers/);
     } finally {

@@ -55,6 +55,22 @@ describe('state gauges', () => {
     expect(sample(second, 'crishim_containers', 'CONTAINER_RUNNING')).toBe('20');
   });
 
+  it('report the wait of the oldest prompt Docker call at each scrape', async () => {
+    const m = createMetrics();
+    const gauge = (text: string) =>
+      text
+        .split('\n')
+        .find((l) => l.startsWith('crishim_docker_oldest_call_seconds '))
+        ?.split(' ')
+        .pop();
+    expect(gauge(await m.registry.metrics())).toBe('0');
+    let waitMs = 181_500;
+    m.setDockerWait(() => waitMs);
+    expect(gauge(await m.registry.metrics())).toBe('181.5');
+    waitMs = 0;
+    expect(gauge(await m.registry.metrics())).toBe('0');
+  });
+
   it('drop states that no longer occur, and keep the last values when the read fails', async () => {
     const m = createMetrics();
     let counts: { sandboxes: Record<string, number>; containers: Record<string, number> } | undefined = {

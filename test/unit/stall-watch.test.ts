@@ -30,6 +30,7 @@ describe('stall watch', () => {
     const inspect = watch.begin('inspectContainer', 'engine', { containerId: 'abc123' });
     t += 119_999;
     expect(watch.stalled()).toBeUndefined();
+    expect(watch.oldestWaitMs()).toBe(179_999);
     t += 1;
     expect(watch.stalled()).toEqual({ call: 'ping', fields: {}, waitedMs: 180_000 });
     watch.check();
@@ -43,8 +44,10 @@ describe('stall watch', () => {
     expect(lines[1]).toBe('info docker ping answered after 240 s {}');
     watch.check();
     expect(lines[2]).toMatch(/^warn docker inspectContainer has not answered for 180 s; .*"containerId":"abc123"/);
+    expect(watch.oldestWaitMs()).toBe(180_000);
     inspect();
     expect(watch.stalled()).toBeUndefined();
+    expect(watch.oldestWaitMs()).toBe(0);
     expect(lines).toHaveLength(4);
   });
 
@@ -58,6 +61,7 @@ describe('stall watch', () => {
     watch.check();
     expect(watch.stalled()?.call).toBe('createContainer');
     create();
+    expect(watch.oldestWaitMs()).toBe(0);
     t = 39_999;
     watch.check();
     expect(lines.filter((l) => l.includes('stopContainer'))).toEqual([]);
@@ -109,6 +113,7 @@ describe('stall watch behind the instrumented engine', () => {
         return () => begun.push(`${call} ended`);
       },
       stalled: () => undefined,
+      oldestWaitMs: () => 0,
       check: () => undefined,
       close: () => undefined,
     };
