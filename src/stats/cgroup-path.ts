@@ -114,6 +114,13 @@ export function controllerDirSync(cg: CgroupPaths, controller: string, root = DE
   return path.join(v1Mount(root, controller), cg.paths.get(controller) ?? '/');
 }
 
+/** Every directory of a cgroup: one per v1 hierarchy it is listed in (co-mounted ones once), the unified one on v2. */
+export function cgroupDirs(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): Set<string> {
+  const dirs = new Set<string>();
+  for (const controller of cg.paths.keys()) dirs.add(controllerDirSync(cg, controller, root));
+  return dirs;
+}
+
 /** Names of the child cgroups of a cgroup (in the memory hierarchy on v1). */
 export function childCgroups(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): string[] | undefined {
   try {

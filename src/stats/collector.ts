@@ -1,7 +1,8 @@
 import type { DockerEngine } from '../docker/engine';
 import { log, type Logger } from '../logging/logger';
-import { DEFAULT_CGROUP_ROOT } from './cgroup-path';
-import { createFactsCache, type CurrentInspects } from './facts';
+import { cgroupDirs, DEFAULT_CGROUP_ROOT, parentCgroup } from './cgroup-path';
+import { cgroupUnderParent, createFactsCache, type ContainerFacts, type CurrentInspects } from './facts';
+import { closeHeldIn } from './files';
 import { releaseNetDev } from './netdev';
 import { netnsPid, pruneOwnCgroups, readPodUsage, type OwnCgroupMemo } from './pod-usage';
 import { createRateTracker } from './rate';
@@ -57,7 +58,7 @@ export function createStatsCollector(
   const settleMs = opts.settleMs ?? 100;
   const concurrency = opts.concurrency ?? 16;
   const src: SampleSources = {
-    facts: createFactsCache(docker, logger, proc, opts.view),
+    facts: createFactsCache(docker, logger, { proc, view: opts.view, released: (id, f) => closeFilesOf(id, f) }),
     rates: createRateTracker(),
     layers: createLayerUsageCache(),
     cgroupRoot: opts.cgroupRoot ?? DEFAULT_CGROUP_ROOT,
@@ -68,6 +69,18 @@ export function createStatsCollector(
   const kinds = new Map<string, TargetKind>();
   /** How each pod's totals were made last time (logged when it changes). */
   const sources = new Map<string, PodSample['source']>();
+  /**
+   * A container's cgroup files once it stopped or went, and with a pause container under a
+   * cgroup parent the pod cgroup's too (its totals are read there): closed now, not at the
+   * idle sweep, so no fd pins a removed cgroup. A file still wanted is opened again.
+   */
+  function closeFilesOf(id: string, f: ContainerFacts): void {
+    if (!f.cgroup) return;
+    const dirs = cgroupDirs(f.cgroup, src.cgroupRoot);
+    const own = kinds.get(id) === 'sandbox' ? cgroupUnderParent(f) : undefined;
+    if (own) for (const d of cgroupDirs(parentCgroup(own), src.cgroupRoot)) dirs.add(d);
+    closeHeldIn(dirs);
+  }
 
   const fresh = async (t: Target, kind: TargetKind): Promise<Sample> => {
     kinds.set(t.id, kind);

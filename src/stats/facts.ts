@@ -52,13 +52,22 @@ export interface FactsCache {
   forget(keep: (id: string) => boolean): void;
 }
 
-export function createFactsCache(
-  docker: DockerEngine,
-  logger: Logger,
-  proc = '/proc',
-  view?: CurrentInspects,
-): FactsCache {
-  if (view) return createViewFacts(view, logger, proc);
+export interface FactsOptions {
+  /** Where /proc is (tests point it at a fixture tree). */
+  proc?: string;
+  /** The state view: facts come from its inspects instead of Docker's (see createViewFacts). */
+  view?: CurrentInspects;
+  /**
+   * Told when facts holding a cgroup stop being the container's (it stopped, restarted or
+   * went), so what is kept open for that cgroup can be closed.
+   */
+  released?: (id: string, facts: ContainerFacts) => void;
+}
+
+export function createFactsCache(docker: DockerEngine, logger: Logger, opts: FactsOptions = {}): FactsCache {
+  const proc = opts.proc ?? '/proc';
+  const released = releaser(opts.released);
+  if (opts.view) return createViewFacts(opts.view, logger, proc, released);
   const cache = new Map<string, ContainerFacts>();
   const inFlight = new Map<string, Promise<ContainerFacts | undefined>>();
   /** Ids Docker said it does not know (a sandbox left only as a checkpoint): not asked again for a while. */
@@ -72,12 +81,14 @@ export function createFactsCache(
     } catch (err) {
       logger.debug('stats: cannot inspect container', { containerId: id, error: (err as Error).message });
       if (isNotFound(err)) gone.set(id, Date.now());
+      released(id, cache.get(id));
       cache.delete(id);
       return undefined;
     }
     const pid = info.State.Running ? info.State.Pid : 0;
     const read = pid > 0 ? readProcCgroup(pid, proc) : undefined;
     const facts = factsOf(info, pid, read);
+    released(id, cache.get(id), facts);
     cache.set(id, facts);
     return facts;
   };
@@ -94,11 +105,20 @@ export function createFactsCache(
     return p;
   };
 
+  /** A stopped container has no cgroup: what was kept open for the one it had is let go. */
+  const asStopped = (id: string, known: ContainerFacts): ContainerFacts => {
+    if (known.pid === 0 && !known.cgroup) return known;
+    const facts = { ...known, pid: 0, cgroupText: undefined, cgroup: undefined };
+    released(id, known, facts);
+    cache.set(id, facts);
+    return facts;
+  };
+
   return {
     peek({ id, running }) {
       const known = cache.get(id);
       if (!known) return MISS;
-      if (!running) return { ...known, pid: 0, cgroup: undefined };
+      if (!running) return asStopped(id, known);
       if (known.pid > 0 && readProcCgroup(known.pid, proc)?.text === known.cgroupText) return known;
       return MISS;
     },
@@ -106,9 +126,9 @@ export function createFactsCache(
       const known = cache.get(id);
       if (!running) {
         // a stopped container has no cgroup; its upper dir is still worth knowing
-        if (known) return { ...known, pid: 0, cgroup: undefined };
+        if (known) return asStopped(id, known);
         const f = await learnOnce(id);
-        return f && { ...f, pid: 0, cgroup: undefined };
+        return f && asStopped(id, f);
       }
       if (known && known.pid > 0) {
         const now = readProcCgroup(known.pid, proc);
@@ -117,9 +137,19 @@ export function createFactsCache(
       return learnOnce(id);
     },
     forget(keep) {
+      for (const [id, f] of cache) if (!keep(id)) released(id, f);
       for (const m of [cache, gone] as Array<Map<string, unknown>>)
         for (const k of [...m.keys()]) if (!keep(k)) m.delete(k);
     },
+  };
+}
+
+/** Calls `hook` for old facts whose cgroup the new facts (none: the container went) do not carry on. */
+function releaser(
+  hook: FactsOptions['released'],
+): (id: string, old: ContainerFacts | undefined, next?: ContainerFacts) => void {
+  return (id, old, next) => {
+    if (hook && old?.cgroup && old.cgroup !== next?.cgroup) hook(id, old);
   };
 }
 
@@ -143,7 +173,12 @@ function factsOf(
  * starts, dies or restarts), so a container's cgroup paths are read from /proc once per
  * start of its process, not once per call.
  */
-function createViewFacts(view: CurrentInspects, logger: Logger, proc: string): FactsCache {
+function createViewFacts(
+  view: CurrentInspects,
+  logger: Logger,
+  proc: string,
+  released: ReturnType<typeof releaser>,
+): FactsCache {
   /** Per container: the process start the paths were read for, and the facts. */
   const cache = new Map<string, { startedAt: string; facts: ContainerFacts }>();
   const factsFor = (id: string, running: boolean, info: Docker.ContainerInspectInfo): ContainerFacts => {
@@ -152,6 +187,8 @@ function createViewFacts(view: CurrentInspects, logger: Logger, proc: string): F
     if (known && known.startedAt === info.State.StartedAt && known.facts.pid === pid) return known.facts;
     const read = pid > 0 ? readProcCgroup(pid, proc) : undefined;
     const facts = factsOf(info, pid, read);
+    // stopped or restarted: the cgroup read before is not this container's any more
+    released(id, known?.facts, facts);
     // a process that vanished between the inspect and the read is not remembered
     if (pid === 0 || read) cache.set(id, { startedAt: info.State.StartedAt, facts });
     return facts;
@@ -166,12 +203,14 @@ function createViewFacts(view: CurrentInspects, logger: Logger, proc: string): F
         logger.debug('stats: cannot look the container up', { containerId: id, error: (err as Error).message });
       }
       if (!info) {
+        released(id, cache.get(id)?.facts);
         cache.delete(id);
         return undefined;
       }
       return factsFor(id, running, info);
     },
     forget(keep) {
+      for (const [id, known] of cache) if (!keep(id)) released(id, known.facts);
       for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);
     },
   };

@@ -284,7 +284,8 @@ async function daemonFdsOn(file: string): Promise<number> {
   const dir = `/proc/${h.proc.pid}/fd`;
   const fds = await fsp.readdir(dir);
   const targets = await Promise.all(fds.map((fd) => fsp.readlink(`${dir}/${fd}`).catch(() => '')));
-  return targets.filter((t) => t === file).length;
+  // a file whose directory was removed reads as `<path> (deleted)`, and is still held
+  return targets.filter((t) => t === file || t === `${file} (deleted)`).length;
 }
 
 const pausePid = (id: string): number =>
@@ -311,4 +312,23 @@ it("lets go of a pod's network namespace when the pod stops, or its pause dies b
   );
   await call(h.runtime, 'ListPodSandboxStats', {});
   expect(await daemonFdsOn(files[1])).toBe(0);
+});
+
+it("closes a container's cgroup files at the first stats call after its pod is gone", async () => {
+  const pod = await runPod('stats-fd-gone');
+  const ctr = await run(pod, 'app', ['sleep', '3600']);
+  const pid = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', ctr], { encoding: 'utf8' }).trim());
+  // where the kernel put it: the memory hierarchy on v1, the unified one on v2
+  const lines = (await fsp.readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
+  const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  const memoryStat = v1
+    ? `/sys/fs/cgroup/memory${v1.split(':')[2]}/memory.stat`
+    : `/sys/fs/cgroup${lines.find((l) => l.startsWith('0::'))?.slice(3)}/memory.stat`;
+  await Promise.all([call(h.runtime, 'ListContainerStats', {}), call(h.runtime, 'ListPodSandboxStats', {})]);
+  expect(await daemonFdsOn(memoryStat)).toBe(1);
+
+  await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod.id });
+  await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });
+  await Promise.all([call(h.runtime, 'ListContainerStats', {}), call(h.runtime, 'ListPodSandboxStats', {})]);
+  expect(await daemonFdsOn(memoryStat)).toBe(0);
 });

@@ -249,6 +249,40 @@ describe('stats collector', () => {
     expect(await fdsOn(netDev)).toBe(0);
   });
 
+  it('closes the cgroup files it keeps open once their container stops or goes, its pod cgroup with the pause', async () => {
+    await tree(cgRoot, {
+      ...v1('/pod1', 9_000, 50_000, { pids: 99 }),
+      ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '101/cgroup': procCgroup(`/pod1/${C1}`) });
+    const { docker } = fakeDocker(
+      new Map([
+        [SB, { pid: 100, cgroupParent: '/pod1' }],
+        [C1, { pid: 101, cgroupParent: '/pod1' }],
+      ]),
+    );
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const appStat = path.join(cgRoot, 'memory', 'pod1', C1, 'memory.stat');
+    const appCpu = path.join(cgRoot, 'cpuacct', 'pod1', C1, 'cpuacct.usage');
+    const podStat = path.join(cgRoot, 'memory', 'pod1', 'memory.stat');
+    const round = async (appRunning: boolean, podRunning = true): Promise<void> => {
+      const members = await col.containers([{ id: C1, running: appRunning }]);
+      await col.pods([{ sandbox: { id: SB, running: podRunning }, members }]);
+    };
+    await round(true);
+    expect([await fdsOn(appStat), await fdsOn(appCpu), await fdsOn(podStat)]).toEqual([1, 1, 1]);
+    await round(false);
+    expect([await fdsOn(appStat), await fdsOn(appCpu), await fdsOn(podStat)]).toEqual([0, 0, 1]);
+    // started again: opened again
+    await round(true);
+    expect([await fdsOn(appStat), await fdsOn(podStat)]).toEqual([1, 1]);
+    col.retain(new Set(), 'container');
+    expect([await fdsOn(appStat), await fdsOn(podStat)]).toEqual([0, 1]);
+    col.retain(new Set(), 'sandbox');
+    expect(await fdsOn(podStat)).toBe(0);
+  });
+
   it("a pod under Docker's shared parent is the sum of its containers, pause included", async () => {
     const col = await podBesideAnother('/docker');
     const members = await col.containers([{ id: C1, running: true }]);

@@ -3,6 +3,7 @@ import * as os from 'os';
 import * as path from 'path';
 import {
   closeCgroupFiles,
+  closeHeldIn,
   keyedValue as keyedIn,
   readBigInt,
   readKeyed,
@@ -45,6 +46,24 @@ describe('single-value cgroup files', () => {
   afterEach(async () => {
     closeCgroupFiles();
     await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('closes the kept-open files of the directories it is given, and only those', async () => {
+    const a = path.join(dir, 'a');
+    const b = path.join(dir, 'b');
+    await Promise.all([fsp.mkdir(a), fsp.mkdir(b)]);
+    await Promise.all([fsp.writeFile(path.join(a, 'n'), '1\n'), fsp.writeFile(path.join(b, 'n'), '2\n')]);
+    const openOn = async (file: string): Promise<number> => {
+      const fds = await fsp.readdir('/proc/self/fd');
+      const targets = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((t) => t === file).length;
+    };
+    expect([readNumber(path.join(a, 'n')), readNumber(path.join(b, 'n'))]).toEqual([1, 2]);
+    expect([await openOn(path.join(a, 'n')), await openOn(path.join(b, 'n'))]).toEqual([1, 1]);
+    closeHeldIn(new Set([a]));
+    expect([await openOn(path.join(a, 'n')), await openOn(path.join(b, 'n'))]).toEqual([0, 1]);
+    expect(readNumber(path.join(a, 'n'))).toBe(1);
+    expect(await openOn(path.join(a, 'n'))).toBe(1);
   });
 
   it('numbers, `max`, garbage and missing files', async () => {
