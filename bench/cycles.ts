@@ -10,9 +10,12 @@
  *
  * The first tenth is the warm-up (JIT, pools, caches filling); after it, growth
  * over the rest is what a leak looks like: target "flat: growth <= 10% after warm-up".
+ * Open file descriptors are counted at the same marks, after one more stats round: every
+ * pod is gone then, so what a pod held (its cgroup files and /proc/<pid>/net/dev, log
+ * files, Docker streams) must be closed, or a node would run out of them after weeks of churn.
  */
 import { mapLimit } from './kubelet-load';
-import { rssMiB } from './measure';
+import { openFds, rssMiB } from './measure';
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
 
@@ -39,10 +42,14 @@ export interface CycleSizes {
 /** The growth allowed after the warm-up tenth. */
 export const FLAT_GROWTH = 0.1;
 
+/** Open fds allowed above the warm-up mark: connections the client and Docker pools happen to hold. */
+export const FD_SLACK = 8;
+
 interface Mark {
   cycle: number;
   rss: number;
   heap: number | undefined;
+  fds: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -77,7 +84,11 @@ export async function cycles(t: CycleTarget, sizes: CycleSizes, record: Record4)
   const sample = async (cycle: number): Promise<void> => {
     // the cycles in flight have finished; let their follow-up work (events, log followers) settle
     await sleep(1000);
-    marks.push({ cycle, rss: rssMiB(t.pid), heap: await t.heapUsedMiB() });
+    const rss = rssMiB(t.pid);
+    const heap = await t.heapUsedMiB();
+    // the stats collector lets a gone container's cgroup files go at its next call, as the kubelet's every 10 s
+    await Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {})]);
+    marks.push({ cycle, rss, heap, fds: openFds(t.pid) });
   };
   let failures = 0;
   let firstFailure = '';
@@ -128,6 +139,13 @@ export async function cycles(t: CycleTarget, sizes: CycleSizes, record: Record4)
   } else {
     record(`${tag}: heap used after a forced GC`, 'not reported (daemon without --expose-gc)', '-', '-');
   }
+  const fdGrowth = last.fds - warm.fds;
+  record(
+    `${tag}: open fds at cycle ${at}`,
+    marks.map((m) => m.fds).join(' / '),
+    '-',
+    `no growth after warm-up (<= +${FD_SLACK}): ${fdGrowth >= 0 ? '+' : ''}${fdGrowth} (${fdGrowth <= FD_SLACK ? 'ok' : 'NOT MET'})`,
+  );
   record(
     `${tag}: failed cycles / leftovers / background call errors`,
     `${failures} / ${leaks} / ${bgErrors}`,

@@ -20,6 +20,11 @@ export function cpuNs(pid: number): number {
   return sum;
 }
 
+/** File descriptors a process holds open (sockets, files, pipes). */
+export function openFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
 /** Resident set size of a process in MiB. */
 export function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;

@@ -62,5 +62,9 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   expect(out).toMatch(
     /cycles: .*heap used after a forced GC at cycle 0 \/ 2 \/ 10 \/ 20 +\| [\d.]+ \/ [\d.]+ \/ [\d.]+ \/ [\d.]+ MiB/,
   );
+  // and no fd held for a gone pod once a stats round has seen it go
+  expect(out).toMatch(
+    /cycles: .*open fds at cycle 0 \/ 2 \/ 10 \/ 20 +\| \d+ \/ \d+ \/ \d+ \/ \d+ +\| - +\| no growth after warm-up \(<= \+8\): [+-]?\d+ \(ok\)/,
+  );
   expect(out).toMatch(/cycles: .*failed cycles \/ leftovers \/ background call errors +\| 0 \/ 0 \/ 0 +\| - +\| ok/);
 });
