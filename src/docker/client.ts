@@ -15,6 +15,12 @@ export interface DockerEndpointOptions {
   tlsCert?: string;
   tlsKey?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Abandon any request not answered within this long (`crishim doctor`: a hung dockerd
+   * accepts connections and answers nothing, and a diagnosis must not wait on it forever).
+   * Unset for the daemon, whose event, log and attach streams live as long as they like.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** Translates a docker-style endpoint (flag, else DOCKER_HOST, else the default socket) into dockerode options. */
@@ -66,12 +72,13 @@ export interface DockerClient {
  */
 export async function connectDocker(opts: DockerEndpointOptions, logger: Logger): Promise<DockerClient> {
   const base = dockerOptions(opts);
-  const probe = new Docker(base);
+  const probe = withDeadline(new Docker(base), opts.requestTimeoutMs);
   try {
     const v = await probe.version();
     const apiVersion = v.ApiVersion;
     logger.info('connected to docker', { dockerVersion: v.Version, apiVersion });
-    return { api: createOptionsInBodyOnly(new Docker({ ...base, version: `v${apiVersion}` })), apiVersion };
+    const api = withDeadline(new Docker({ ...base, version: `v${apiVersion}` }), opts.requestTimeoutMs);
+    return { api: createOptionsInBodyOnly(api), apiVersion };
   } catch (err) {
     logger.warn('docker is not reachable at startup; requests will fail with UNAVAILABLE until it is', {
       error: (err as Error).message,
@@ -80,11 +87,26 @@ export async function connectDocker(opts: DockerEndpointOptions, logger: Logger)
   }
 }
 
-/** The part of docker-modem's request function the create-body rewrite hooks. */
+/** The part of docker-modem's request function the create-body rewrite and the deadline hook. */
 type DialCallback = (err: unknown, result?: unknown) => void;
 interface ModemDialOptions {
   path?: string;
   options?: Record<string, unknown>;
+  abortSignal?: AbortSignal;
+}
+
+/**
+ * Gives every request without a signal of its own one that aborts after `ms` (docker-modem
+ * hands it to the HTTP request), so it fails as a timeout (see fromDockerError) instead of
+ * waiting on a dockerd that will never answer.
+ */
+export function withDeadline(api: DockerApi, ms: number | undefined): DockerApi {
+  if (!ms) return api;
+  const modem = api.modem as unknown as { dial(options: ModemDialOptions, callback: DialCallback): unknown };
+  const dial = modem.dial.bind(modem);
+  modem.dial = (options: ModemDialOptions, callback: DialCallback): unknown =>
+    dial({ ...options, abortSignal: options.abortSignal ?? AbortSignal.timeout(ms) }, callback);
+  return api;
 }
 
 /**

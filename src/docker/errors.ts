@@ -88,8 +88,12 @@ export function fromDockerError(err: unknown, what?: string): DomainError {
       err,
     );
   }
-  if ((err as { name?: string } | null)?.name === 'AbortError')
+  if ((err as { name?: string } | null)?.name === 'AbortError') {
+    // a deadline (withDeadline), not a caller giving up: dockerd took the request and sat on it
+    if ((err as { cause?: { name?: string } }).cause?.name === 'TimeoutError')
+      return new DockerUnreachableError('docker daemon did not answer in time: it may be hung', what, err);
     return new DockerError('cancelled', 'cancelled', what, err);
+  }
   const keep = (kind: ErrorKind, text = dockerMessage(err)): DomainError => new DockerError(kind, text, what, err);
   switch (e?.statusCode) {
     case 400:

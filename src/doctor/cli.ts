@@ -6,6 +6,9 @@ import { createLogger } from '../logging/logger';
 import { hostProbes } from './probes';
 import { exitCode, formatJson, formatText, runChecks } from './run';
 
+/** How long doctor waits on any one Docker request: a working dockerd answers in milliseconds, `docker info` on a big host in seconds. */
+const DOCKER_DEADLINE_MS = 10_000;
+
 /**
  * `crishim doctor [daemon flags] [--output text|json]`: the daemon's own flags,
  * so the checks see the host exactly as that daemon would. Returns the exit code.
@@ -24,6 +27,7 @@ export async function runDoctorCli(argv: string[], out: NodeJS.WritableStream = 
       tlsCa: config.dockerTlsCa,
       tlsCert: config.dockerTlsCert,
       tlsKey: config.dockerTlsKey,
+      requestTimeoutMs: DOCKER_DEADLINE_MS,
     },
     quiet,
   );

@@ -1,6 +1,7 @@
 /** `crishim doctor` against this machine's real Docker, CNI plugins and kernel. */
 import { spawnSync } from 'child_process';
 import { promises as fsp } from 'fs';
+import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { REPO, startCrishim, teardown, writeCniConfig, type Crishim } from './harness';
@@ -74,6 +75,22 @@ describe('crishim doctor', () => {
     expect(r.stdout).toMatch(
       new RegExp(`^fail +docker-endpoint +Docker does not answer at unix://${dir}/no-docker.sock`, 'm'),
     );
+  });
+
+  it('reports a Docker endpoint that accepts connections and never answers, instead of hanging', async () => {
+    // a hung dockerd: the kernel accepts into the backlog, nothing ever answers
+    const sock = path.join(dir, 'silent-docker.sock');
+    const server = net.createServer(() => undefined);
+    await new Promise<void>((r) => server.listen(sock, r));
+    try {
+      const r = doctor(['--docker-endpoint', `unix://${sock}`, '--root-directory', path.join(dir, 'root')]);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toMatch(
+        new RegExp(`^fail +docker-endpoint +Docker does not answer at unix://${sock}: .*did not answer in time`, 'm'),
+      );
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   describe('at daemon start-up', () => {

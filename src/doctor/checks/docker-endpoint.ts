@@ -14,7 +14,7 @@ export const dockerEndpointCheck: Check = {
       name: this.name,
       status: 'fail',
       found: `Docker does not answer at ${where}: ${engine.error ?? 'unknown error'}`,
-      action: 'start dockerd (systemctl start docker) or point --docker-endpoint at it',
+      action: 'start dockerd (systemctl start docker), restart it if it hangs, or point --docker-endpoint at it',
     };
   },
 };
