@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'fs';
 import Docker from 'dockerode';
-import { cpuNs, pct, rssMiB } from './measure';
+import { cpuNs, pct, resident, residentCell, type Resident } from './measure';
 import type { ReplayFloor } from './replay-floor';
 
 export interface LoadTarget {
@@ -125,11 +125,11 @@ async function replayPhase(
   pods: string[],
   sizes: LoadSizes,
   dockerd: number,
-): Promise<PhaseResult & { rssMiB: number }> {
+): Promise<PhaseResult & Resident> {
   const floor = await start(pods[0]);
   try {
     const figures = await drive(criCalls(floor), pods, sizes, floor.pid, dockerd);
-    return { ...figures, rssMiB: rssMiB(floor.pid) };
+    return { ...figures, ...resident(floor.pid) };
   } finally {
     await floor.close();
   }
@@ -172,10 +172,10 @@ export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<
 
 /** crishim's figures under the load and the raw-Docker baseline's, for a comparison with other runtimes. */
 export interface LoadFigures {
-  crishim: PhaseResult & { rssMiB: number };
+  crishim: PhaseResult & Resident;
   raw: PhaseResult;
   /** The same loops against a server that replays crishim's answers and does nothing else. */
-  floor?: PhaseResult & { rssMiB: number };
+  floor?: PhaseResult & Resident;
 }
 
 export async function kubeletLoad(
@@ -234,7 +234,7 @@ export async function kubeletLoad(
     };
     const ctrStatsCpu = await cost('ListContainerStats');
     const podStatsCpu = await cost('ListPodSandboxStats');
-    const rss = rssMiB(t.pid);
+    const mem = resident(t.pid);
 
     const tag = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s`;
     record(
@@ -261,7 +261,7 @@ export async function kubeletLoad(
       '-',
       '-',
     );
-    record(`${tag}: runtime RSS after the load`, `${rss.toFixed(1)} MiB`, '-', '-');
+    record(`${tag}: runtime RSS (anonymous part) after the load`, residentCell(mem), '-', '-');
     // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
     record(
       `${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`,
@@ -287,7 +287,7 @@ export async function kubeletLoad(
         (cri.cpuPct / floor.cpuPct).toFixed(2),
       );
     }
-    return { crishim: { ...cri, rssMiB: rss }, raw, floor };
+    return { crishim: { ...cri, ...mem }, raw, floor };
   } finally {
     await mapLimit(pods.length, 8, (i) => t.removePod(pods[i]).catch(() => undefined));
   }

@@ -15,7 +15,7 @@ import {
   type LoadTarget,
   type PhaseResult,
 } from './kubelet-load';
-import { pct, rssMiB } from './measure';
+import { pct, resident, residentCell, type Resident } from './measure';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   name: string;
@@ -23,7 +23,7 @@ export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   usesDocker: boolean;
 }
 
-type Figures = PhaseResult & { rssMiB: number; skipped?: string[] };
+type Figures = PhaseResult & Resident & { skipped?: string[] };
 
 const STATS_CALLS = ['ListContainerStats', 'ListPodSandboxStats'];
 
@@ -63,7 +63,7 @@ async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
       t.pid,
       dockerdPid(),
     );
-    return { ...figures, rssMiB: rssMiB(t.pid), skipped };
+    return { ...figures, ...resident(t.pid), skipped };
   } catch (err) {
     throw new Error(`kubelet load on ${t.name}: ${(err as Error).message}`, { cause: err });
   } finally {
@@ -88,7 +88,7 @@ export async function compareKubeletLoad(
     // for a runtime without Docker, dockerd's CPU meanwhile is only the machine's background
     usesDocker ? pcts(f.dockerdPct) : `- (bg ${pcts(f.dockerdPct)})`,
     pcts(sum(f, usesDocker)),
-    `${f.rssMiB.toFixed(1)} MiB`,
+    residentCell(f),
     `${ms(pct(f.relist, 50))} / ${ms(pct(f.relist, 99))}`,
     `${ms(pct(f.stats, 50))} / ${ms(pct(f.stats, 99))}`,
     f.errors ? `${f.errors} (${f.firstError.slice(0, 60)})` : '0',
@@ -127,7 +127,7 @@ export async function compareKubeletLoad(
     ]);
   }
   const title = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s each, runtimes in turn (CPU in % of one core)`;
-  return `${title}\n${notes.map((n) => `  ${n}\n`).join('')}${table(['runtime', 'runtime CPU', 'dockerd CPU', 'runtime + dockerd', 'runtime RSS', 'relist p50 / p99', 'stats round p50 / p99', 'errors'], rows)}`;
+  return `${title}\n${notes.map((n) => `  ${n}\n`).join('')}${table(['runtime', 'runtime CPU', 'dockerd CPU', 'runtime + dockerd', 'runtime RSS (anon)', 'relist p50 / p99', 'stats round p50 / p99', 'errors'], rows)}`;
 }
 
 /** What the lifecycle section needs of a runtime: its name and its CRI calls. */
