@@ -7,6 +7,7 @@ import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
 import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { fdsOn } from '../support/fds';
 
 jest.setTimeout(240_000);
 
@@ -280,13 +281,7 @@ it('serves cAdvisor metrics whose label values match the descriptors', async () 
 });
 
 /** The daemon's fds open on `file` (a kept /proc/<pid>/net/dev holds that pod's netns). */
-async function daemonFdsOn(file: string): Promise<number> {
-  const dir = `/proc/${h.proc.pid}/fd`;
-  const fds = await fsp.readdir(dir);
-  const targets = await Promise.all(fds.map((fd) => fsp.readlink(`${dir}/${fd}`).catch(() => '')));
-  // a file whose directory was removed reads as `<path> (deleted)`, and is still held
-  return targets.filter((t) => t === file || t === `${file} (deleted)`).length;
-}
+const daemonFdsOn = (file: string): Promise<number> => fdsOn(file, h.proc.pid ?? 0);
 
 const pausePid = (id: string): number =>
   Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id], { encoding: 'utf8' }).trim());

@@ -4,6 +4,7 @@ import * as path from 'path';
 import type * as Docker from '../../src/docker/types';
 import { DomainError } from '../../src/errors';
 import { FakeEngine, inspectInfo } from '../support/fake-engine';
+import { fdsOn } from '../support/fds';
 import { createLogger } from '../../src/logging/logger';
 import { createStatsCollector } from '../../src/stats/collector';
 import { createLayerUsageCache, walkUsage } from '../../src/stats/writable-layer';
@@ -66,12 +67,6 @@ const procCgroup = (cg: string): string => `8:pids:${cg}\n4:memory:${cg}\n2:cpua
 
 const logger = createLogger('error', 'json');
 
-/** How many of this process's fds are open on `file`. */
-async function fdsOn(file: string): Promise<number> {
-  const fds = await fsp.readdir('/proc/self/fd');
-  const targets = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
-  return targets.filter((t) => t === file).length;
-}
 let dir: string;
 let cgRoot: string;
 let proc: string;

@@ -10,6 +10,7 @@ import {
   readNumber,
   statKey,
 } from '../../src/stats/files';
+import { fdsOn } from '../support/fds';
 
 /** keyedValue over text, as the tests write it. */
 const keyedValue = (text: string | undefined, key: string): number | undefined =>
@@ -53,17 +54,12 @@ describe('single-value cgroup files', () => {
     const b = path.join(dir, 'b');
     await Promise.all([fsp.mkdir(a), fsp.mkdir(b)]);
     await Promise.all([fsp.writeFile(path.join(a, 'n'), '1\n'), fsp.writeFile(path.join(b, 'n'), '2\n')]);
-    const openOn = async (file: string): Promise<number> => {
-      const fds = await fsp.readdir('/proc/self/fd');
-      const targets = await Promise.all(fds.map((fd) => fsp.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
-      return targets.filter((t) => t === file).length;
-    };
     expect([readNumber(path.join(a, 'n')), readNumber(path.join(b, 'n'))]).toEqual([1, 2]);
-    expect([await openOn(path.join(a, 'n')), await openOn(path.join(b, 'n'))]).toEqual([1, 1]);
+    expect([await fdsOn(path.join(a, 'n')), await fdsOn(path.join(b, 'n'))]).toEqual([1, 1]);
     closeHeldIn(new Set([a]));
-    expect([await openOn(path.join(a, 'n')), await openOn(path.join(b, 'n'))]).toEqual([0, 1]);
+    expect([await fdsOn(path.join(a, 'n')), await fdsOn(path.join(b, 'n'))]).toEqual([0, 1]);
     expect(readNumber(path.join(a, 'n'))).toBe(1);
-    expect(await openOn(path.join(a, 'n'))).toBe(1);
+    expect(await fdsOn(path.join(a, 'n'))).toBe(1);
   });
 
   it('numbers, `max`, garbage and missing files', async () => {
