@@ -1,7 +1,14 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { childCgroups, controllerDirSync, keyPath, parentCgroup, parseProcCgroup } from '../../src/stats/cgroup-path';
+import {
+  cgroupDirs,
+  childCgroups,
+  controllerDirSync,
+  keyPath,
+  parentCgroup,
+  parseProcCgroup,
+} from '../../src/stats/cgroup-path';
 import { readV1Usage } from '../../src/stats/cgroup-v1';
 import { readV2Usage } from '../../src/stats/cgroup-v2';
 import { readCgroupUsage } from '../../src/stats/cgroup';
@@ -46,6 +53,20 @@ describe('/proc/<pid>/cgroup', () => {
     expect(parentCgroup(cg)).toBe(parentCgroup(cg));
     // an equal but distinct cgroup object (a restarted container's) gets its own
     expect(parentCgroup(parseProcCgroup('4:memory:/pod1/c1\n'))).not.toBe(parentCgroup(cg));
+  });
+});
+
+describe('the directories of a cgroup (what closing its kept files looks in)', () => {
+  it('v1: one per hierarchy, a co-mounted cpu,cpuacct once', async () => {
+    await fsp.mkdir(path.join(root, 'cpu,cpuacct'), { recursive: true });
+    const cg = parseProcCgroup('8:pids:/docker/c1\n4:memory:/docker/c1\n2:cpu,cpuacct:/docker/c1\n');
+    expect([...cgroupDirs(cg, root)].sort()).toEqual(
+      ['cpu,cpuacct/docker/c1', 'memory/docker/c1', 'pids/docker/c1'].map((d) => path.join(root, d)),
+    );
+  });
+  it('v2: the unified directory alone', () => {
+    const cg = parseProcCgroup('0::/kubepods.slice/pod1.slice/docker-c1.scope\n');
+    expect([...cgroupDirs(cg, root)]).toEqual([path.join(root, 'kubepods.slice/pod1.slice/docker-c1.scope')]);
   });
 });
 
