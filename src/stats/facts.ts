@@ -137,9 +137,13 @@ export function createFactsCache(docker: DockerEngine, logger: Logger, opts: Fac
       return learnOnce(id);
     },
     forget(keep) {
-      for (const [id, f] of cache) if (!keep(id)) released(id, f);
-      for (const m of [cache, gone] as Array<Map<string, unknown>>)
-        for (const k of [...m.keys()]) if (!keep(k)) m.delete(k);
+      // deleting the entry being visited is safe in a Map's iteration
+      for (const [id, f] of cache) {
+        if (keep(id)) continue;
+        released(id, f);
+        cache.delete(id);
+      }
+      for (const id of gone.keys()) if (!keep(id)) gone.delete(id);
     },
   };
 }
@@ -210,8 +214,11 @@ function createViewFacts(
       return factsFor(id, running, info);
     },
     forget(keep) {
-      for (const [id, known] of cache) if (!keep(id)) released(id, known.facts);
-      for (const k of [...cache.keys()]) if (!keep(k)) cache.delete(k);
+      for (const [id, known] of cache) {
+        if (keep(id)) continue;
+        released(id, known.facts);
+        cache.delete(id);
+      }
     },
   };
 }
