@@ -93,17 +93,17 @@ describe('stall watch', () => {
 });
 
 describe('stall watch behind the instrumented engine', () => {
-  /** A FakeEngine whose calls named in `hung` never answer. */
-  function hangingEngine(hung: Array<keyof DockerEngine>): { engine: DockerEngine; fake: FakeEngine } {
-    const fake = new FakeEngine();
-    const engine = new Proxy(fake, {
-      get(target, prop, receiver) {
-        if (hung.includes(prop as keyof DockerEngine)) return () => new Promise(() => undefined);
-        return Reflect.get(target, prop, receiver) as unknown;
-      },
+  /** `fake`, with the calls in `own` answered by those functions instead (a call that never answers, one answered later). */
+  function overriding(
+    fake: FakeEngine,
+    own: Partial<Record<keyof DockerEngine, () => Promise<unknown>>>,
+  ): DockerEngine {
+    return new Proxy(fake, {
+      get: (target, prop, receiver) =>
+        own[prop as keyof DockerEngine] ?? (Reflect.get(target, prop, receiver) as unknown),
     }) as DockerEngine;
-    return { engine, fake };
   }
+  const never = (): Promise<never> => new Promise(() => undefined);
 
   it('times prompt calls with their object, gives a stop its grace, and leaves streams alone', async () => {
     const begun: string[] = [];
@@ -117,7 +117,8 @@ describe('stall watch behind the instrumented engine', () => {
       check: () => undefined,
       close: () => undefined,
     };
-    const { engine, fake } = hangingEngine(['inspectImage', 'pullImage']);
+    const fake = new FakeEngine();
+    const engine = overriding(fake, { inspectImage: never, pullImage: never });
     const id = fake.addContainer(inspectInfo());
     const wrapped = instrumentEngine(engine, winston.createLogger({ silent: true }), { stalls });
     await wrapped.inspectContainer(id);
@@ -136,14 +137,10 @@ describe('stall watch behind the instrumented engine', () => {
 
   it('turns a hung ping into an unresponsive engine for Status and systemd, and back once it answers', async () => {
     let t = 0;
-    const fake = new FakeEngine();
     let answerPing = (): void => undefined;
-    const slowPing = new Proxy(fake, {
-      get(target, prop, receiver) {
-        if (prop === 'ping') return () => new Promise<void>((resolve) => (answerPing = resolve));
-        return Reflect.get(target, prop, receiver) as unknown;
-      },
-    }) as DockerEngine;
+    const slowPing = overriding(new FakeEngine(), {
+      ping: () => new Promise<void>((resolve) => (answerPing = resolve)),
+    });
     const { logger, lines } = recordingLogger();
     const watch = createStallWatch({ timeoutMs: 5_000, logger, now: () => t });
     const wrapped = instrumentEngine(slowPing, winston.createLogger({ silent: true }), { stalls: watch });
