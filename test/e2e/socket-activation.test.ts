@@ -16,7 +16,12 @@ describe('systemd socket activation (fd://)', () => {
     dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-sd-'));
   });
   afterAll(async () => {
-    activator?.kill('SIGTERM');
+    // the daemon writes its state while it shuts down: removing the directory under it failed (ENOTEMPTY)
+    if (activator && activator.exitCode === null && activator.signalCode === null) {
+      const exited = new Promise((r) => activator?.once('exit', r));
+      activator.kill('SIGTERM');
+      await exited;
+    }
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
