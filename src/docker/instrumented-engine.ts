@@ -14,6 +14,8 @@ const ROUTES: {
     route: string;
     subject?: 'container' | 'exec' | 'image';
     stall?: StallScope;
+    /** Time the call may rightly take beyond the stall timeout, from its arguments. */
+    allowanceMs?: (args: unknown[]) => number;
   };
 } = {
   inspectContainer: { method: 'GET', route: '/containers/{id}/json', subject: 'container', stall: 'engine' },
@@ -21,7 +23,14 @@ const ROUTES: {
   listContainers: { method: 'GET', route: '/containers/json', stall: 'engine' },
   createContainer: { method: 'POST', route: '/containers/create', stall: 'engine' },
   startContainer: { method: 'POST', route: '/containers/{id}/start', subject: 'container', stall: 'object' },
-  stopContainer: { method: 'POST', route: '/containers/{id}/stop', subject: 'container', stall: 'object' },
+  stopContainer: {
+    method: 'POST',
+    route: '/containers/{id}/stop',
+    subject: 'container',
+    stall: 'object',
+    // Docker waits out the grace period before it kills the process
+    allowanceMs: (args) => Number(args[1]) * 1000 || 0,
+  },
   killContainer: { method: 'POST', route: '/containers/{id}/kill', subject: 'container', stall: 'object' },
   removeContainer: { method: 'DELETE', route: '/containers/{id}', subject: 'container', stall: 'object' },
   updateContainer: { method: 'POST', route: '/containers/{id}/update', subject: 'container', stall: 'object' },
@@ -70,13 +79,12 @@ function subjectFields(subject: 'container' | 'exec' | 'image' | undefined, args
 export function instrumentEngine(inner: DockerEngine, logger: Logger, observer: EngineObserver = {}): DockerEngine {
   const wrapped = {} as Record<keyof DockerEngine, unknown>;
   for (const name of Object.keys(ROUTES) as Array<keyof DockerEngine>) {
-    const { method, route, subject, stall } = ROUTES[name];
+    const { method, route, subject, stall, allowanceMs } = ROUTES[name];
     const fn = inner[name] as (...args: unknown[]) => Promise<unknown>;
     wrapped[name] = async (...args: unknown[]): Promise<unknown> => {
       const t0 = process.hrtime.bigint();
-      // a stop may take its grace period before Docker kills the process
-      const allowanceMs = name === 'stopContainer' ? Number(args[1]) * 1000 || 0 : 0;
-      const answered = stall && observer.stalls?.begin(name, stall, subjectFields(subject, args), allowanceMs);
+      const answered =
+        stall && observer.stalls?.begin(name, stall, subjectFields(subject, args), allowanceMs?.(args) ?? 0);
       let failure: unknown;
       try {
         return await fn.apply(inner, args);
