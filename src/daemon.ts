@@ -62,7 +62,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     onUnreachable: (err) => engine.markUnreachable(err.message),
     stalls,
   });
-  const engine = createEngineInfo(instrumented, logger, undefined, stalls);
+  const engine = createEngineInfo(instrumented, logger, { stalls });
   metrics?.setDockerWait(() => stalls.oldestWaitMs());
   await engine.refresh();
 

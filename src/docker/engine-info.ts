@@ -31,15 +31,18 @@ export interface EngineInfo {
   close(): void;
 }
 
-/**
- * Caches `docker info`/`version`; a timer pings to notice outages and recoveries. A ping
- * to a hung dockerd never fails, so `stalls` (the calls in flight) tells that case apart.
- */
+export interface EngineInfoOptions {
+  /** How often the timer pings (default 5 s). */
+  intervalMs?: number;
+  /** The calls in flight: a ping to a hung dockerd never fails, so they tell that case apart. */
+  stalls?: Pick<StallWatch, 'stalled'>;
+}
+
+/** Caches `docker info`/`version`; a timer pings to notice outages and recoveries. */
 export function createEngineInfo(
   docker: DockerEngine,
   logger: Logger,
-  intervalMs = 5000,
-  stalls?: Pick<StallWatch, 'stalled'>,
+  { intervalMs = 5000, stalls }: EngineInfoOptions = {},
 ): EngineInfo {
   let snap: EngineSnapshot = { reachable: false, runtimes: [], checkedAt: new Date(0), error: 'not probed yet' };
   let infoAt = 0;
@@ -55,17 +58,16 @@ export function createEngineInfo(
       if (force || !snap.reachable || Date.now() - infoAt > INFO_TTL_MS) {
         const [info, version] = await Promise.all([docker.info(), docker.version()]);
         infoAt = Date.now();
-        const i = info;
         if (!snap.reachable) logger.info('docker is reachable', { dockerVersion: version.Version });
         snap = {
           reachable: true,
           version: version.Version,
           apiVersion: version.ApiVersion,
-          cgroupDriver: i.CgroupDriver,
-          cgroupVersion: i.CgroupVersion,
-          dockerRootDir: i.DockerRootDir,
-          runtimes: Object.keys(i.Runtimes ?? {}),
-          defaultRuntime: i.DefaultRuntime,
+          cgroupDriver: info.CgroupDriver,
+          cgroupVersion: info.CgroupVersion,
+          dockerRootDir: info.DockerRootDir,
+          runtimes: Object.keys(info.Runtimes ?? {}),
+          defaultRuntime: info.DefaultRuntime,
           checkedAt: new Date(),
         };
       } else {

@@ -31,7 +31,7 @@ export async function runDoctorCli(argv: string[], out: NodeJS.WritableStream = 
     },
     quiet,
   );
-  const engineInfo = createEngineInfo(docker, quiet, 60_000);
+  const engineInfo = createEngineInfo(docker, quiet, { intervalMs: 60_000 });
   try {
     const engine = await engineInfo.refresh({ force: true });
     const results = await runChecks({ config, engine, probes: hostProbes(docker, quiet) });

@@ -24,7 +24,7 @@ describe('engine info cache', () => {
 
   it('calls recovery handlers when docker comes back, not on the first probe', async () => {
     const { state, api } = fakeDocker();
-    engine = createEngineInfo(api, winston.createLogger({ silent: true }), 3_600_000);
+    engine = createEngineInfo(api, winston.createLogger({ silent: true }), { intervalMs: 3_600_000 });
     let recovered = 0;
     engine.onRecovered(() => recovered++);
     await engine.refresh();
@@ -44,7 +44,7 @@ describe('engine info cache', () => {
 
   it('re-reads docker info when forced, even while the cache is fresh', async () => {
     const { state, api } = fakeDocker();
-    engine = createEngineInfo(api, winston.createLogger({ silent: true }), 3_600_000);
+    engine = createEngineInfo(api, winston.createLogger({ silent: true }), { intervalMs: 3_600_000 });
     await engine.refresh();
     const calls = state.infoCalls;
     await engine.refresh();
@@ -55,7 +55,7 @@ describe('engine info cache', () => {
 
   it('asks docker once more before a runtime handler is called unknown', async () => {
     const { state, api } = fakeDocker();
-    engine = createEngineInfo(api, winston.createLogger({ silent: true }), 3_600_000);
+    engine = createEngineInfo(api, winston.createLogger({ silent: true }), { intervalMs: 3_600_000 });
     await engine.refresh();
     state.runtimes = ['runc', 'kata'];
     expect((await engineForRuntime(engine, 'kata')).runtimes).toContain('kata');

@@ -144,7 +144,10 @@ describe('stall watch behind the instrumented engine', () => {
     const { logger, lines } = recordingLogger();
     const watch = createStallWatch({ timeoutMs: 5_000, logger, now: () => t });
     const wrapped = instrumentEngine(slowPing, winston.createLogger({ silent: true }), { stalls: watch });
-    const info = createEngineInfo(wrapped, winston.createLogger({ silent: true }), 3_600_000, watch);
+    const info = createEngineInfo(wrapped, winston.createLogger({ silent: true }), {
+      intervalMs: 3_600_000,
+      stalls: watch,
+    });
     const net = { ready: true, reason: '', message: '' };
     try {
       // a ping to a hung dockerd neither answers nor fails: without the watch all looks well
