@@ -6,7 +6,7 @@
  */
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { BUSYBOX, call, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { BUSYBOX, call, runLoggedPod, startCrishim, teardown, type Crishim, type LoggedPod } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -19,11 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => teardown(h));
 
-interface Pod {
-  id: string;
-  config: Record<string, unknown>;
-  logDir: string;
-}
+type Pod = LoggedPod;
 
 const pods: Pod[] = [];
 afterAll(async () => {
@@ -34,15 +30,10 @@ afterAll(async () => {
 });
 
 async function runPod(name: string): Promise<Pod> {
-  const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
-  await fsp.mkdir(logDir, { recursive: true });
   // host network: no CNI work, the logs are what is tested here
-  const config = podConfig(name, {
-    log_directory: logDir,
+  const pod = await runLoggedPod(h, name, {
     linux: { security_context: { namespace_options: { network: 'NODE' } } },
   });
-  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
-  const pod = { id, config, logDir };
   pods.push(pod);
   return pod;
 }

@@ -7,10 +7,11 @@ import {
   codeOf,
   containersOfPod,
   docker,
-  podConfig,
+  runLoggedPod,
   startCrishim,
   teardown,
   type Crishim,
+  type LoggedPod,
 } from './harness';
 
 jest.setTimeout(180_000);
@@ -21,20 +22,8 @@ beforeAll(async () => {
 });
 afterAll(() => teardown(h));
 
-interface Pod {
-  id: string;
-  uid: string;
-  config: Record<string, unknown>;
-  logDir: string;
-}
-
-async function runPod(name: string): Promise<Pod> {
-  const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
-  await fsp.mkdir(logDir, { recursive: true });
-  const config = podConfig(name, { log_directory: logDir });
-  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
-  return { id, uid: (config.metadata as { uid: string }).uid, config, logDir };
-}
+type Pod = LoggedPod;
+const runPod = (name: string): Promise<Pod> => runLoggedPod(h, name);
 
 async function removePod(pod: Pod): Promise<void> {
   await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod.id });

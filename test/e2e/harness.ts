@@ -256,6 +256,23 @@ export function podConfig(name: string, extra: Record<string, unknown> = {}): Re
   };
 }
 
+/** A running pod of `runLoggedPod`: its sandbox id, uid, the config it ran with and its log directory. */
+export interface LoggedPod {
+  id: string;
+  uid: string;
+  config: Record<string, unknown>;
+  logDir: string;
+}
+
+/** Runs a pod whose log directory, under the daemon's own dir, exists first (as the kubelet makes it). */
+export async function runLoggedPod(h: Crishim, name: string, extra: Record<string, unknown> = {}): Promise<LoggedPod> {
+  const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
+  await fsp.mkdir(logDir, { recursive: true });
+  const config = podConfig(name, { log_directory: logDir, ...extra });
+  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
+  return { id, uid: (config.metadata as { uid: string }).uid, config, logDir };
+}
+
 export function sh(cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { encoding: 'utf8' });
 }

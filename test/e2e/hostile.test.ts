@@ -13,9 +13,11 @@ import {
   containersOfPod,
   docker,
   podConfig,
+  runLoggedPod,
   startCrishim,
   teardown,
   type Crishim,
+  type LoggedPod,
 } from './harness';
 
 jest.setTimeout(180_000);
@@ -26,22 +28,11 @@ beforeAll(async () => {
 });
 afterAll(() => teardown(h));
 
-interface Pod {
-  id: string;
-  config: Record<string, unknown>;
-  logDir: string;
-}
-
-async function runPod(name: string, extra: Record<string, unknown> = {}): Promise<Pod> {
-  const logDir = path.join(h.dir, 'pods', `${name}-${Date.now()}`);
-  await fsp.mkdir(logDir, { recursive: true });
-  const config = podConfig(name, { log_directory: logDir, ...extra });
-  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
-  return { id, config, logDir };
-}
+type Pod = LoggedPod;
+const runPod = (name: string): Promise<Pod> => runLoggedPod(h, name);
 
 function containerRequest(
-  pod: Pod,
+  pod: Pick<Pod, 'id' | 'config'>,
   name: string,
   extra: Record<string, unknown> = {},
   sandboxExtra: Record<string, unknown> = {},
@@ -193,7 +184,7 @@ describe('name collisions between pods', () => {
     const mk = async (podName: string) => {
       const config = { ...base, metadata: { name: podName, namespace, uid, attempt: 0 }, hostname: 'collide' };
       const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
-      return { id, config, logDir: '' };
+      return { id, config };
     };
     const a = await mk('p_q');
     const b = await mk('q');

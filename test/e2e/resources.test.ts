@@ -1,5 +1,4 @@
 import { promises as fsp } from 'fs';
-import * as path from 'path';
 import { status } from '@grpc/grpc-js';
 import {
   BUSYBOX,
@@ -8,6 +7,7 @@ import {
   containersOfPod,
   docker,
   podConfig,
+  runLoggedPod,
   startCrishim,
   teardown,
   type Crishim,
@@ -23,11 +23,7 @@ let h: Crishim;
 let pod: { id: string; config: Record<string, unknown> };
 beforeAll(async () => {
   h = await startCrishim({ subnetIndex: 232 });
-  const logDir = path.join(h.dir, 'pods', `res-${Date.now()}`);
-  await fsp.mkdir(logDir, { recursive: true });
-  const config = podConfig('res', { log_directory: logDir });
-  const { pod_sandbox_id: id } = await call(h.runtime, 'RunPodSandbox', { config });
-  pod = { id, config };
+  pod = await runLoggedPod(h, 'res');
 });
 afterAll(async () => {
   if (pod) {
