@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'fs';
 import Docker from 'dockerode';
-import { cpuNs, pct, resident, residentCell, type Resident } from './measure';
+import { cpuNs, mean, pct, resident, residentCell, rssMiB, rssSpread, type Resident } from './measure';
 import type { ReplayFloor } from './replay-floor';
 
 export interface LoadTarget {
@@ -65,6 +65,8 @@ export interface PhaseResult {
   dockerdPct: number;
   errors: number;
   firstError: string;
+  /** The runtime's RSS once a second during the load (MiB): V8 lets garbage build up to a limit, so one reading after the load may fall anywhere in that sawtooth. */
+  rss: number[];
 }
 
 /**
@@ -80,7 +82,7 @@ export async function drive(
   pid: number | undefined,
   dockerd: number,
 ): Promise<PhaseResult> {
-  const out: PhaseResult = { relist: [], stats: [], cpuPct: 0, dockerdPct: 0, errors: 0, firstError: '' };
+  const out: PhaseResult = { relist: [], stats: [], cpuPct: 0, dockerdPct: 0, errors: 0, firstError: '', rss: [] };
   const failed = (err: unknown): void => {
     out.errors++;
     out.firstError ||= (err as Error).message;
@@ -112,6 +114,7 @@ export async function drive(
       async () => void (await calls.podSync(pods[podIndex++ % pods.length])),
     ),
     calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound)) : Promise.resolve(),
+    pid ? every(1000, async () => void out.rss.push(rssMiB(pid))) : Promise.resolve(),
   ]);
   const wall = now() - t0;
   if (pid) out.cpuPct = ((cpuMs(pid) - cpu0) / wall) * 100;
@@ -262,6 +265,7 @@ export async function kubeletLoad(
       '-',
     );
     record(`${tag}: runtime RSS (anonymous part) after the load`, residentCell(mem), '-', '-');
+    record(`${tag}: runtime RSS during the load, mean / max`, rssSpread(cri.rss), '-', '-');
     // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
     record(
       `${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`,
@@ -280,6 +284,12 @@ export async function kubeletLoad(
         );
       vs('relist', cri.relist, floor.relist);
       vs('stats round', cri.stats, floor.stats);
+      record(
+        `${tag}: runtime RSS during the load, mean / max, crishim vs grpc-js replaying its answers`,
+        rssSpread(cri.rss),
+        rssSpread(floor.rss),
+        (mean(cri.rss) / mean(floor.rss)).toFixed(2),
+      );
       record(
         `${tag}: runtime CPU %, crishim vs grpc-js replaying its answers`,
         `${cri.cpuPct.toFixed(2)} %`,

@@ -44,6 +44,13 @@ export function resident(pid: number): Resident {
   return { rssMiB: rssMiB(pid), anonMiB: statusKiB(pid, 'RssAnon') / 1024 };
 }
 
+export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** `78.0 / 83.1 MiB`: the mean and the highest of RSS samples taken during a load. */
+export function rssSpread(samples: number[]): string {
+  return samples.length ? `${mean(samples).toFixed(1)} / ${Math.max(...samples).toFixed(1)} MiB` : '-';
+}
+
 /** `81.5 MiB (anon 36.0)` */
 export function residentCell(r: Resident): string {
   return `${r.rssMiB.toFixed(1)} MiB (anon ${r.anonMiB.toFixed(1)})`;

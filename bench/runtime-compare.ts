@@ -15,7 +15,7 @@ import {
   type LoadTarget,
   type PhaseResult,
 } from './kubelet-load';
-import { pct, resident, residentCell, type Resident } from './measure';
+import { mean, pct, resident, residentCell, rssSpread, type Resident } from './measure';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   name: string;
@@ -89,6 +89,7 @@ export async function compareKubeletLoad(
     usesDocker ? pcts(f.dockerdPct) : `- (bg ${pcts(f.dockerdPct)})`,
     pcts(sum(f, usesDocker)),
     residentCell(f),
+    rssSpread(f.rss),
     `${ms(pct(f.relist, 50))} / ${ms(pct(f.relist, 99))}`,
     `${ms(pct(f.stats, 50))} / ${ms(pct(f.stats, 99))}`,
     f.errors ? `${f.errors} (${f.firstError.slice(0, 60)})` : '0',
@@ -98,6 +99,7 @@ export async function compareKubeletLoad(
     '-',
     pcts(base.raw.dockerdPct),
     pcts(base.raw.dockerdPct),
+    '-',
     '-',
     `${ms(pct(base.raw.relist, 50))} / ${ms(pct(base.raw.relist, 99))}`,
     '-',
@@ -121,13 +123,14 @@ export async function compareKubeletLoad(
       t.usesDocker ? ratio(c.dockerdPct, f.dockerdPct) : '-',
       ratio(sum(c, true), sum(f, t.usesDocker)),
       ratio(c.rssMiB, f.rssMiB),
+      ratio(mean(c.rss), mean(f.rss)),
       ratio(pct(c.relist, 50), pct(f.relist, 50)),
       ratio(pct(c.stats, 50), pct(f.stats, 50)) + (f.skipped?.length ? ` (3 calls vs ${3 - f.skipped.length})` : ''),
       '',
     ]);
   }
   const title = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s each, runtimes in turn (CPU in % of one core)`;
-  return `${title}\n${notes.map((n) => `  ${n}\n`).join('')}${table(['runtime', 'runtime CPU', 'dockerd CPU', 'runtime + dockerd', 'runtime RSS (anon)', 'relist p50 / p99', 'stats round p50 / p99', 'errors'], rows)}`;
+  return `${title}\n${notes.map((n) => `  ${n}\n`).join('')}${table(['runtime', 'runtime CPU', 'dockerd CPU', 'runtime + dockerd', 'runtime RSS (anon)', 'RSS during, mean / max', 'relist p50 / p99', 'stats round p50 / p99', 'errors'], rows)}`;
 }
 
 /** What the lifecycle section needs of a runtime: its name and its CRI calls. */

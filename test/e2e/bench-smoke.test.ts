@@ -29,6 +29,11 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   expect(out).toMatch(
     /kubelet load, 3 pods, 5 s: runtime RSS \(anonymous part\) after the load +\| [\d.]+ MiB \(anon [\d.]+\)/,
   );
+  // sampled once a second through the 5 s load: a mean no higher than its max
+  const during =
+    /kubelet load, 3 pods, 5 s: runtime RSS during the load, mean \/ max +\| ([\d.]+) \/ ([\d.]+) MiB/.exec(out);
+  expect(during).not.toBeNull();
+  expect(Number(during?.[1])).toBeLessThanOrEqual(Number(during?.[2]));
   // relists and status calls cost no Docker call (a raw relist is two), and no call fails
   const load =
     /kubelet load, 3 pods, 5 s: docker calls by crishim during the load \((\d+) relists\) +\| (\d+) +\| - +\| 0 errors/.exec(
