@@ -5,7 +5,9 @@
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
  *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn, churn-restart,
- *                                          stats-cost, stop-pod, cycles, logs); --pods=N sizes stats-cost and stop-pod
+ *                                          stats-cost, stop-pod, cycles, logs); --pods=N sizes stats-cost and stop-pod;
+ *                                          --load-pods=N and --load-seconds=S size kubelet-load (a soak: S=1800;
+ *                                          the raw-Docker baseline and the replaying floor keep their 60 s)
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
@@ -57,10 +59,14 @@ const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
 const loadSizes = SMOKE
   ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 }
   : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
-/** `--load-pods=20`: the kubelet load at another pod count. */
+/** `--load-pods=20`: the kubelet load at another pod count; `--load-seconds=1800`: for longer (a soak). */
 const loadSizesNow = {
   ...loadSizes,
   pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods),
+  seconds: Number(
+    process.argv.find((a) => a.startsWith('--load-seconds='))?.slice('--load-seconds='.length) ?? loadSizes.seconds,
+  ),
+  baselineSeconds: loadSizes.seconds,
 };
 const lifecyclePods = SMOKE ? 3 : 20;
 /** `--cycles=N`: the memory flatness section at another length. */

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'fs';
 import Docker from 'dockerode';
-import { cpuNs, mean, pct, resident, residentCell, rssMiB, rssSpread, type Resident } from './measure';
+import { cpuNs, mean, pct, quarterMeans, resident, residentCell, rssMiB, rssSpread, type Resident } from './measure';
 import type { ReplayFloor } from './replay-floor';
 
 export interface LoadTarget {
@@ -30,13 +30,19 @@ export interface LoadTarget {
 
 export interface LoadSizes {
   pods: number;
+  /** How long crishim (and each compared runtime) is loaded. */
   seconds: number;
+  /** How long the raw-Docker baseline and the replaying floor run, when not `seconds`: their rates do not need a soak. */
+  baselineSeconds?: number;
   statsEveryMs: number;
   /** How long it takes to sync every pod once (a minute in the kubelet). */
   podSyncCycleMs: number;
 }
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
+
+/** The sizes for a baseline phase: `baselineSeconds` long. */
+const baselineOf = (sizes: LoadSizes): LoadSizes => ({ ...sizes, seconds: sizes.baselineSeconds ?? sizes.seconds });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -131,7 +137,7 @@ async function replayPhase(
 ): Promise<PhaseResult & Resident> {
   const floor = await start(pods[0]);
   try {
-    const figures = await drive(criCalls(floor), pods, sizes, floor.pid, dockerd);
+    const figures = await drive(criCalls(floor), pods, baselineOf(sizes), floor.pid, dockerd);
     return { ...figures, ...resident(floor.pid) };
   } finally {
     await floor.close();
@@ -214,7 +220,7 @@ export async function kubeletLoad(
         },
       },
       pods,
-      sizes,
+      baselineOf(sizes),
       undefined,
       dockerd,
     );
@@ -239,7 +245,8 @@ export async function kubeletLoad(
     const podStatsCpu = await cost('ListPodSandboxStats');
     const mem = resident(t.pid);
 
-    const tag = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s`;
+    const base = baselineOf(sizes).seconds;
+    const tag = `kubelet load, ${sizes.pods} pods, ${sizes.seconds} s${base !== sizes.seconds ? ` (baselines ${base} s)` : ''}`;
     record(
       `${tag}: runtime CPU % (+ dockerd CPU %)`,
       `${cri.cpuPct.toFixed(2)} % (+ ${cri.dockerdPct.toFixed(2)} %)`,
@@ -265,7 +272,13 @@ export async function kubeletLoad(
       '-',
     );
     record(`${tag}: runtime RSS (anonymous part) after the load`, residentCell(mem), '-', '-');
-    record(`${tag}: runtime RSS during the load, mean / max`, rssSpread(cri.rss), '-', '-');
+    const quarters = quarterMeans(cri.rss).map((m) => m.toFixed(1));
+    record(
+      `${tag}: runtime RSS during the load, mean / max (quarters' means)`,
+      `${rssSpread(cri.rss)}${quarters.length ? ` (${quarters.join(', ')})` : ''}`,
+      '-',
+      '-',
+    );
     // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
     record(
       `${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`,

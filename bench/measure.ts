@@ -51,6 +51,14 @@ export function rssSpread(samples: number[]): string {
   return samples.length ? `${mean(samples).toFixed(1)} / ${Math.max(...samples).toFixed(1)} MiB` : '-';
 }
 
+/** The means of four consecutive quarters of `xs` (fewer than four samples: none), to show a drift. */
+export function quarterMeans(xs: number[]): number[] {
+  if (xs.length < 4) return [];
+  return [0, 1, 2, 3].map((q) =>
+    mean(xs.slice(Math.floor((q * xs.length) / 4), Math.floor(((q + 1) * xs.length) / 4))),
+  );
+}
+
 /** `81.5 MiB (anon 36.0)` */
 export function residentCell(r: Resident): string {
   return `${r.rssMiB.toFixed(1)} MiB (anon ${r.anonMiB.toFixed(1)})`;
