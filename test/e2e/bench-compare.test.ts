@@ -31,12 +31,12 @@ it('runs the kubelet load and the lifecycle against another CRI endpoint and tab
   // a row of its own with every figure measured, no failed call, and crishim's ratios to it
   expect(out).toMatch(
     new RegExp(
-      `\\| other-crishim +\\| ${num} % +\\| ${num} % +\\| ${num} % +\\| ${num} MiB \\(anon ${num}\\) +\\| ${num} ms / ${num} ms +\\| ${num} ms / ${num} ms +\\| 0 +\\|`,
+      `\\| other-crishim +\\| ${num} % +\\| ${num} % +\\| ${num} % +\\| ${num} MiB \\(anon ${num}\\) +\\| ${num} / ${num} MiB +\\| ${num} ms / ${num} ms +\\| ${num} ms / ${num} ms +\\| 0 +\\|`,
     ),
   );
   expect(out).toMatch(
     new RegExp(
-      `\\| crishim / other-crishim +\\| (${num}|-) +\\| (${num}|-) +\\| (${num}|-) +\\| ${num} +\\| ${num} +\\| ${num} +\\|`,
+      `\\| crishim / other-crishim +\\| (${num}|-) +\\| (${num}|-) +\\| (${num}|-) +\\| ${num} +\\| ${num} +\\| ${num} +\\| ${num} +\\|`,
     ),
   );
   // both crishims answer every stats call: nothing left out of the other's round
