@@ -27,6 +27,8 @@ export function readTextSync(file: string): string | undefined {
  * a failed read closes it at once.
  */
 const openFiles = new Map<string, { fd: number; used: number }>();
+/** The same files by directory: a gone cgroup's few are found without scanning every open file (closeHeldIn). */
+const openByDir = new Map<string, Set<string>>();
 const IDLE_MS = 60_000;
 const MAX_OPEN = 4096;
 const readBuf = Buffer.allocUnsafe(64 * 1024);
@@ -34,6 +36,10 @@ let sweeper: NodeJS.Timeout | undefined;
 
 function closeEntry(file: string, fd: number): void {
   openFiles.delete(file);
+  const dir = path.dirname(file);
+  const inDir = openByDir.get(dir);
+  inDir?.delete(file);
+  if (inDir?.size === 0) openByDir.delete(dir);
   try {
     closeSync(fd);
   } catch {
@@ -69,6 +75,10 @@ function readOpenBytes(file: string): Buffer | undefined {
     }
     e = { fd, used: now };
     openFiles.set(file, e);
+    const dir = path.dirname(file);
+    const inDir = openByDir.get(dir);
+    if (inDir) inDir.add(file);
+    else openByDir.set(dir, new Set([file]));
     // unref'd: an idle daemon's last fds still close, and the timer keeps no process alive
     sweeper ??= setInterval(() => sweep(Date.now()), IDLE_MS).unref();
   }
@@ -110,7 +120,13 @@ export function closeHeld(file: string): void {
  * stopped or went): an fd would pin the removed cgroup in the kernel until the idle sweep.
  */
 export function closeHeldIn(dirs: ReadonlySet<string>): void {
-  for (const [file, e] of openFiles) if (dirs.has(path.dirname(file))) closeEntry(file, e.fd);
+  for (const dir of dirs) {
+    // closeEntry deletes from the set being visited, which a Set's iteration allows
+    for (const file of openByDir.get(dir) ?? []) {
+      const e = openFiles.get(file);
+      if (e) closeEntry(file, e.fd);
+    }
+  }
 }
 
 /** Closes every cached cgroup file (tests, shutdown). */

@@ -60,6 +60,9 @@ describe('single-value cgroup files', () => {
     expect([await fdsOn(path.join(a, 'n')), await fdsOn(path.join(b, 'n'))]).toEqual([0, 1]);
     expect(readNumber(path.join(a, 'n'))).toBe(1);
     expect(await fdsOn(path.join(a, 'n'))).toBe(1);
+    // opened again, it is found again: the directory index follows every open and close
+    closeHeldIn(new Set([a, path.join(dir, 'none')]));
+    expect([await fdsOn(path.join(a, 'n')), await fdsOn(path.join(b, 'n'))]).toEqual([0, 1]);
   });
 
   it('numbers, `max`, garbage and missing files', async () => {
