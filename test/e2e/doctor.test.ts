@@ -4,7 +4,7 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { REPO, startCrishim, teardown, writeCniConfig, type Crishim } from './harness';
+import { REPO, startCrishim, teardown, waitForLog, writeCniConfig, type Crishim } from './harness';
 
 const MAIN = path.join(REPO, 'dist', 'main.js');
 
@@ -98,12 +98,8 @@ describe('crishim doctor', () => {
     afterAll(() => teardown(h));
     it('logs the same checks', async () => {
       h = await startCrishim({ subnetIndex: 246 });
-      const deadline = Date.now() + 20_000;
-      let log = '';
-      while (Date.now() < deadline && !log.includes('check="kernel-features"')) {
-        await new Promise((r) => setTimeout(r, 200));
-        log = await fsp.readFile(h.logFile, 'utf8');
-      }
+      // the checks run after the socket answers; the last one logged is kernel-features
+      const log = await waitForLog(h, /check="kernel-features"/, 20_000);
       expect(log).toMatch(/host check ok check="cni-config" found="[^"]*10-crishim.conflist/);
       expect(log).toMatch(/host check ok check="docker-endpoint"/);
     });

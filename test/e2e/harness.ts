@@ -303,6 +303,20 @@ export function collect<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
   });
 }
 
+/**
+ * The daemon's log once it matches `pattern`: a line is written after the call or event that
+ * caused it may already have answered, so it is waited for, not read once.
+ */
+export async function waitForLog(h: Crishim, pattern: RegExp, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const log = await fsp.readFile(h.logFile, 'utf8');
+    if (pattern.test(log)) return log;
+    if (Date.now() > deadline) throw new Error(`the daemon's log never matched ${pattern} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** The daemon's /metrics text (started with --metrics-bind-address=127.0.0.1:0; the port is read from its log). */
 export async function scrapeMetrics(h: Crishim): Promise<string> {
   const log = await fsp.readFile(h.logFile, 'utf8');

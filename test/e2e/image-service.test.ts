@@ -7,7 +7,7 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import { randomBytes } from 'crypto';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, collect, docker, startCrishim, teardown, type Crishim } from './harness';
+import { BUSYBOX, call, codeOf, collect, docker, startCrishim, teardown, waitForLog, type Crishim } from './harness';
 import { startRegistry, startStallingProxy, type Registry } from './registry';
 
 jest.setTimeout(180_000);
@@ -218,11 +218,7 @@ describe('pull errors carry the registry message and a fitting code', () => {
       const r = await codeOf(call(h.image, 'PullImage', { image: spec(ref) }, 3000));
       expect(r.code).toBe(status.DEADLINE_EXCEEDED);
       expect(proxy.held().open).toBeGreaterThan(0);
-      const deadline = Date.now() + 5000;
-      const cancelledLine = new RegExp(`cancelling image pull.*${escape(ref)}`);
-      while (!cancelledLine.test(await fsp.readFile(h.logFile, 'utf8')) && Date.now() < deadline)
-        await new Promise((res) => setTimeout(res, 100));
-      expect(await fsp.readFile(h.logFile, 'utf8')).toMatch(cancelledLine);
+      await waitForLog(h, new RegExp(`cancelling image pull.*${escape(ref)}`), 5000);
       expect(await dockerHas(ref)).toBe(false);
     } finally {
       await proxy.stop();

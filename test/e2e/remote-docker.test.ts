@@ -17,6 +17,7 @@ import {
   scrapeMetrics,
   startCrishim,
   teardown,
+  waitForLog,
   type Crishim,
 } from './harness';
 import { startPrivateDockerd, type PrivateDockerd } from '../support/private-dockerd';
@@ -329,16 +330,10 @@ describe('a Docker Engine that stops answering', () => {
       // and for Prometheus: how long the oldest prompt call has waited
       const waited = /^crishim_docker_oldest_call_seconds (\S+)$/m.exec(await scrapeMetrics(crishim))?.[1];
       expect(Number(waited)).toBeGreaterThanOrEqual(2);
-      // logged by the watch's own timer (a quarter of the timeout) and written to the file after
-      // Status may already have said so: waited for, not read once
-      await waitFor(
-        async () => {
-          const log = await fsp.readFile(crishim.logFile, 'utf8');
-          if (!/docker \w+ has not answered for \d+ s; Status reports RuntimeReady=false until it answers/.test(log))
-            throw new Error('no warning logged yet');
-        },
-        'the stall was never logged',
-        10_000,
+      // logged by the watch's own timer (a quarter of the timeout), maybe after Status said so
+      await waitForLog(
+        crishim,
+        /docker \w+ has not answered for \d+ s; Status reports RuntimeReady=false until it answers/,
       );
     } finally {
       dockerd.signal('SIGCONT');
@@ -350,14 +345,7 @@ describe('a Docker Engine that stops answering', () => {
       'RuntimeReady never came back after SIGCONT',
       30_000,
     );
-    await waitFor(
-      async () => {
-        if (!/docker \w+ answered after \d+ s/.test(await fsp.readFile(crishim.logFile, 'utf8')))
-          throw new Error('no answer logged yet');
-      },
-      'the late answer was never logged',
-      10_000,
-    );
+    await waitForLog(crishim, /docker \w+ answered after \d+ s/);
     await call(crishim.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
     await call(crishim.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
   });
