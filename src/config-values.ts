@@ -59,10 +59,13 @@ export function logFiles(value: string): number {
   return n;
 }
 
-export function nonNegativeInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number of seconds (0: off)');
-  return n;
+/** A whole number of `unit`s where 0 turns the feature off. */
+export function offOrWhole(unit: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`must be a whole number of ${unit} (0: off)`);
+    return n;
+  };
 }
 
 export function positiveInt(value: string): number {

@@ -12,6 +12,7 @@ import { createNotifier } from './readiness/notify';
 import { startReadiness } from './readiness/readiness';
 import { enterRuntimeCgroup } from './cgroups/runtime-cgroup';
 import { installMemoryReport } from './memory-report';
+import { startHeapTrim } from './heap-trim';
 
 /** systemd's default PATH: with none at all (env -i) iptables, nsenter and CNI's own tools would not be found. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -71,6 +72,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   // the memory bench's probe; a no-op unless CRISHIM_MEMORY_REPORT is set
   installMemoryReport(process.env);
+  // a check costs microseconds; at the kubelet's pace the old space grows a step in about a minute
+  startHeapTrim(config.heapTrimStepMiB, 10_000, logger);
   process.on('SIGINT', () => stop('SIGINT'));
 }
 

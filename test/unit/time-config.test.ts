@@ -83,6 +83,14 @@ describe('CLI help and aliases', () => {
     expect(parseConfig(['--log-level', given], quiet()).logLevel).toBe(level);
   });
 
+  it('takes the heap trim step in whole MiB, 0 turning the trim off', () => {
+    expect(parseConfig([], quiet()).heapTrimStepMiB).toBe(4);
+    expect(parseConfig(['--heap-trim-step', '0'], quiet()).heapTrimStepMiB).toBe(0);
+    expect(parseConfig(['--heap-trim-step', '16'], quiet()).heapTrimStepMiB).toBe(16);
+    expect(() => parseConfig(['--heap-trim-step', '-1'], quiet())).toThrow(/whole number of MiB/);
+    expect(() => parseConfig(['--heap-trim-step', '2.5'], quiet())).toThrow(/whole number of MiB/);
+  });
+
   it('takes the json-file limits, refusing sizes under 1m and max-file 1 (Docker would truncate in place)', () => {
     expect(parseConfig([], quiet())).toMatchObject({ containerLogMaxSize: '10m', containerLogMaxFiles: 5 });
     expect(parseConfig(['--container-log-max-size', '50M', '--container-log-max-files', '3'], quiet())).toMatchObject({
