@@ -33,7 +33,7 @@ import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
 import { relistCost } from './relist-cost';
 import { cycles } from './cycles';
-import { pct } from './measure';
+import { dockerdPid, pct, processCpuMs, rssMiB } from './measure';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -391,10 +391,7 @@ async function lists(d: Daemon): Promise<void> {
   await Promise.all(ids.map((id) => removePod(d, id)));
 }
 
-function rssKiB(pid: number): number {
-  const status = execFileSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' });
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-}
+const rssKiB = (pid: number): number => rssMiB(pid) * 1024;
 
 async function memory(d: Daemon): Promise<void> {
   const config = pod(true);
@@ -491,13 +488,7 @@ async function startLogDaemon(): Promise<LogDaemon> {
 }
 
 /** utime + stime of a process, in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = execFileSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-const dockerdPid = (): number => Number(execFileSync('cat', ['/var/run/docker.pid'], { encoding: 'utf8' }).trim());
+const cpuSeconds = (pid: number): number => processCpuMs(pid) / 1000;
 
 interface Burst {
   id: string;

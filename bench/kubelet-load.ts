@@ -9,9 +9,20 @@
  * raw Docker calls a runtime without a view of its own would make (`docker ps`
  * twice a second, an inspect per status), so dockerd's share is comparable.
  */
-import { readFileSync } from 'fs';
 import Docker from 'dockerode';
-import { cpuNs, mean, pct, quarterMeans, resident, residentCell, rssMiB, rssSpread, type Resident } from './measure';
+import {
+  cpuNs,
+  dockerdPid,
+  mean,
+  processCpuMs,
+  pct,
+  quarterMeans,
+  resident,
+  residentCell,
+  rssMiB,
+  rssSpread,
+  type Resident,
+} from './measure';
 import type { ReplayFloor } from './replay-floor';
 
 export interface LoadTarget {
@@ -48,14 +59,6 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 const ms = (n: number): string => `${n.toFixed(1)} ms`;
-
-/** utime + stime of a process, all its threads, dead ones included (ms). */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields 14 and 15 of stat, counted from the state field (3)
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
 
 export interface Calls {
   relist(): Promise<unknown>;
@@ -97,8 +100,8 @@ export async function drive(
   await mapLimit(pods.length, 4, (i) => calls.podSync(pods[i]).catch(failed));
   const t0 = now();
   const end = t0 + sizes.seconds * 1000;
-  const cpu0 = pid ? cpuMs(pid) : 0;
-  const d0 = cpuMs(dockerd);
+  const cpu0 = pid ? processCpuMs(pid) : 0;
+  const d0 = processCpuMs(dockerd);
   const every = async (periodMs: number, fn: () => Promise<void>): Promise<void> => {
     for (let next = now(); next < end; next += periodMs) {
       if (next > now()) await sleep(next - now());
@@ -123,8 +126,8 @@ export async function drive(
     pid ? every(1000, async () => void out.rss.push(rssMiB(pid))) : Promise.resolve(),
   ]);
   const wall = now() - t0;
-  if (pid) out.cpuPct = ((cpuMs(pid) - cpu0) / wall) * 100;
-  out.dockerdPct = ((cpuMs(dockerd) - d0) / wall) * 100;
+  if (pid) out.cpuPct = ((processCpuMs(pid) - cpu0) / wall) * 100;
+  out.dockerdPct = ((processCpuMs(dockerd) - d0) / wall) * 100;
   return out;
 }
 
@@ -157,10 +160,6 @@ export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => P
   );
   return out;
 }
-
-/** The shared dockerd's pid (DOCKERD_PIDFILE names another engine's pidfile). */
-export const dockerdPid = (): number =>
-  Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
 
 /** The kubelet's calls through a CRI endpoint: one shape for crishim and for any runtime compared with it. */
 export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<Calls> {

@@ -20,6 +20,18 @@ export function cpuNs(pid: number): number {
   return sum;
 }
 
+/** utime + stime of a process in ms, all its threads, dead ones included (/proc/<pid>/stat, 10 ms ticks): for CPU over a whole phase. */
+export function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields 14 and 15 of stat, counted from the state field (3)
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/** The shared dockerd's pid (DOCKERD_PIDFILE names another engine's pidfile). */
+export const dockerdPid = (): number =>
+  Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
+
 /** File descriptors a process holds open (sockets, files, pipes). */
 export function openFds(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;

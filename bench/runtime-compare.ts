@@ -7,7 +7,6 @@
 import { setTimeout as sleep } from 'timers/promises';
 import {
   criCalls,
-  dockerdPid,
   drive,
   mapLimit,
   type LoadFigures,
@@ -15,7 +14,7 @@ import {
   type LoadTarget,
   type PhaseResult,
 } from './kubelet-load';
-import { mean, pct, resident, residentCell, rssSpread, type Resident } from './measure';
+import { dockerdPid, mean, pct, resident, residentCell, rssSpread, type Resident } from './measure';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   name: string;
