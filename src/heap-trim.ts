@@ -22,12 +22,6 @@ export interface HeapSpace {
   compact(): void;
 }
 
-export interface HeapTrimmer {
-  /** Trims when the old space has grown a step past what the last trim left; answers whether it did. */
-  check(): boolean;
-  stop(): void;
-}
-
 export interface TrimReport {
   beforeBytes: number;
   afterBytes: number;
@@ -78,9 +72,9 @@ export function v8OldSpace(): HeapSpace {
 
 const MiB = 1024 * 1024;
 
-/** Checks every `everyMs` in the daemon (0 MiB: off); one debug line per trim. */
-export function startHeapTrim(stepMiB: number, everyMs: number, logger: Logger): HeapTrimmer | undefined {
-  if (stepMiB <= 0) return undefined;
+/** Checks every `everyMs` in the daemon (0 MiB: off), one debug line per trim; answers whether it started. */
+export function startHeapTrim(stepMiB: number, everyMs: number, logger: Logger): boolean {
+  if (stepMiB <= 0) return false;
   const check = trimWhenGrown(stepMiB * MiB, v8OldSpace(), (r) =>
     logger.debug('heap trimmed', {
       oldSpaceMiB: +(r.beforeBytes / MiB).toFixed(1),
@@ -88,7 +82,7 @@ export function startHeapTrim(stepMiB: number, everyMs: number, logger: Logger):
       ms: +r.ms.toFixed(1),
     }),
   );
-  const timer = setInterval(check, everyMs);
-  timer.unref();
-  return { check, stop: () => clearInterval(timer) };
+  // unref'd: the daemon's exit never waits for it
+  setInterval(check, everyMs).unref();
+  return true;
 }
