@@ -2,13 +2,13 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type * as Docker from '../docker/types';
 import { invalidArgument } from '../errors';
-import type { ContainerConfig } from './container-config';
+import type { RuntimeReq } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
 import { checkCpuset } from './validation';
 import { HUGEPAGE_LIMITS_LABEL } from '../labels';
 
 /** CRI resources of a container (and of a pod, for UpdatePodSandboxResources). */
-type Resources = NonNullable<NonNullable<ContainerConfig['linux']>['resources']>;
+type Resources = NonNullable<RuntimeReq<'UpdateContainerResources'>['linux']>;
 
 /** int64 fields arrive as decimal strings; absurd values are refused before Docker sees them. */
 function int64(field: string, value: string | undefined, opts: { min?: number } = {}): number {

@@ -8,7 +8,6 @@
  */
 import type { Duplex, Readable } from 'stream';
 import type * as Docker from './types';
-import type { RegistryAuth } from './images';
 
 /** Docker's list/events `filters`, e.g. `{ label: ['io.kubernetes.docker.type'] }`. */
 export type Filters = Record<string, string[]>;
@@ -71,7 +70,7 @@ export interface AttachOptions {
 }
 
 export interface PullOptions {
-  auth?: RegistryAuth;
+  auth?: Docker.RegistryAuth;
   /** Aborting cancels the HTTP call, which makes dockerd cancel the pull. */
   signal?: AbortSignal;
 }

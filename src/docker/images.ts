@@ -1,17 +1,8 @@
 import type { DockerEngine } from './engine';
+import type * as Docker from './types';
 import type { Logger } from '../logging/logger';
 import { DomainError, isNotFound, type ErrorKind } from '../errors';
 import { fromDockerError, isDockerUnreachable } from './errors';
-
-/** Docker registry credentials in the shape the Engine API takes (X-Registry-Auth). */
-export interface RegistryAuth {
-  username?: string;
-  password?: string;
-  auth?: string;
-  serveraddress?: string;
-  identitytoken?: string;
-  registrytoken?: string;
-}
 
 // ---------------------------------------------------------------------------
 // References: Docker's grammar (distribution/reference), enough to validate,
@@ -178,7 +169,7 @@ export function pullErrorKind(msg: string, httpStatus?: number): ErrorKind {
 export async function pullImage(
   docker: DockerEngine,
   ref: string,
-  opts: { auth?: RegistryAuth; signal?: AbortSignal; logger: Logger },
+  opts: { auth?: Docker.RegistryAuth; signal?: AbortSignal; logger: Logger },
 ): Promise<void> {
   const image = normalizeRef(ref);
   const { logger } = opts;

@@ -8,6 +8,16 @@
 
 export type Labels = Record<string, string>;
 
+/** Docker registry credentials in the shape the Engine API takes (X-Registry-Auth). */
+export interface RegistryAuth {
+  username?: string;
+  password?: string;
+  auth?: string;
+  serveraddress?: string;
+  identitytoken?: string;
+  registrytoken?: string;
+}
+
 export interface DeviceMapping {
   PathOnHost: string;
   PathInContainer: string;

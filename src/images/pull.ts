@@ -1,5 +1,6 @@
 import { createHash } from 'crypto';
-import { canonicalRef, pullImage, registryHost, type RegistryAuth } from '../docker/images';
+import { canonicalRef, pullImage, registryHost } from '../docker/images';
+import type { RegistryAuth } from '../docker/types';
 import type { Logger } from '../logging/logger';
 import { DomainError, invalidArgument } from '../errors';
 import type { ImageReq } from '../server/rpc';

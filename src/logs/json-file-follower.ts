@@ -1,7 +1,7 @@
 import { fstatSync, openSync } from 'fs';
 import * as path from 'path';
 import { closeQuietly, readAt, statQuietly } from './file-calls';
-import { findSaved, headOf, listRotated, type RotatedFile } from './json-file-rotation';
+import { findSaved, headOf, listRotated, type JsonFilePosition, type RotatedFile } from './json-file-rotation';
 
 /**
  * Follows one container's Docker json-file log (`<id>-json.log`) across Docker's rotations,
@@ -16,18 +16,6 @@ import { findSaved, headOf, listRotated, type RotatedFile } from './json-file-ro
  * Looking for files (stat, readdir, open) is synchronous, microseconds: through libuv's pool it
  * queued ~350 ms on a loaded host while Docker rotated 8 times. Only log bytes are read async.
  */
-
-/** Where reading stands, as persisted: enough to find the same file again after a restart. */
-export interface JsonFilePosition {
-  /** Inode of the file being read. */
-  ino: number;
-  /** Bytes of it already consumed (always at the end of a whole line). */
-  offset: number;
-  /** Hash of the file's first line: tells the file apart from a newer one that got the same inode number. */
-  head: string;
-  /** Largest size seen of that file: what a restart lost when the file is gone by then. */
-  size: number;
-}
 
 /** Whole json-file lines read from one file. */
 export interface JsonChunk {

@@ -2,7 +2,18 @@ import { createHash } from 'crypto';
 import { closeSync, openSync, readdirSync } from 'fs';
 import { readAt, statQuietly } from './file-calls';
 import * as path from 'path';
-import type { JsonFilePosition } from './json-file-follower';
+
+/** Where reading stands, as persisted: enough to find the same file again after a restart. */
+export interface JsonFilePosition {
+  /** Inode of the file being read. */
+  ino: number;
+  /** Bytes of it already consumed (always at the end of a whole line). */
+  offset: number;
+  /** Hash of the file's first line: tells the file apart from a newer one that got the same inode number. */
+  head: string;
+  /** Largest size seen of that file: what a restart lost when the file is gone by then. */
+  size: number;
+}
 
 /** One file of a json-file log's rotation set as listed on disk. */
 export interface RotatedFile {

@@ -1,6 +1,6 @@
 import { promises as fsp, readFileSync } from 'fs';
 import * as path from 'path';
-import type { JsonFilePosition } from './json-file-follower';
+import type { JsonFilePosition } from './json-file-rotation';
 
 /**
  * Per-container copy positions under `<root>/container-logs/<id>.json`, written atomically

@@ -1,13 +1,13 @@
 import type { DockerEngine } from '../docker/engine';
 import { log, type Logger } from '../logging/logger';
 import { cgroupDirs, DEFAULT_CGROUP_ROOT, parentCgroup } from './cgroup-path';
-import { cgroupUnderParent, createFactsCache, type ContainerFacts, type CurrentInspects } from './facts';
+import { cgroupUnderParent, createFactsCache, type CurrentInspects } from './facts';
 import { closeHeldIn } from './files';
 import { releaseNetDev } from './netdev';
 import { netnsPid, pruneOwnCgroups, readPodUsage, type OwnCgroupMemo } from './pod-usage';
 import { createRateTracker } from './rate';
 import { createRecentSamples } from './recent';
-import type { PodSample, Sample, Target, TargetKind } from './sample';
+import type { ContainerFacts, PodSample, Sample, Target, TargetKind } from './sample';
 import { readSample, readSampleNow, type SampleSources } from './sampler';
 import { readSettled, sleep } from './settle';
 import { createLayerUsageCache } from './writable-layer';

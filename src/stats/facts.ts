@@ -3,24 +3,10 @@ import type { DockerEngine } from '../docker/engine';
 import type { Logger } from '../logging/logger';
 import { isNotFound } from '../errors';
 import { readProcCgroup, type CgroupPaths } from './cgroup-path';
-import type { Target } from './sample';
+import type { ContainerFacts, Target } from './sample';
 
 /** peek()'s answer when facts need an asynchronous lookup. */
 export const MISS = Symbol('facts miss');
-
-/** What stats need about a container beyond Docker's list answer; learnt from one inspect, then cached. */
-export interface ContainerFacts {
-  /** Init pid; 0 when the container was not running at inspect time. */
-  pid: number;
-  /** /proc/<pid>/cgroup as read right after the inspect: the pid is still this container's while it reads the same. */
-  cgroupText?: string;
-  cgroup?: CgroupPaths;
-  /** overlay2's upper dir: the writable layer. */
-  upperDir?: string;
-  /** HostConfig.CgroupParent ('' = Docker's default parent, shared by every container). */
-  cgroupParent: string;
-  hostNetwork: boolean;
-}
 
 /**
  * The cgroup of a container given a cgroup parent (a kubelet pod's pause container), else

@@ -1,7 +1,21 @@
 import type * as Docker from '../docker/types';
-import type { ContainerFacts } from './facts';
+import type { CgroupPaths } from './cgroup-path';
 import type { InterfaceUsage } from './netdev';
 import type { CgroupUsage } from './usage';
+
+/** What stats need about a container beyond Docker's list answer; learnt from one inspect, then cached. */
+export interface ContainerFacts {
+  /** Init pid; 0 when the container was not running at inspect time. */
+  pid: number;
+  /** /proc/<pid>/cgroup as read right after the inspect: the pid is still this container's while it reads the same. */
+  cgroupText?: string;
+  cgroup?: CgroupPaths;
+  /** overlay2's upper dir: the writable layer. */
+  upperDir?: string;
+  /** HostConfig.CgroupParent ('' = Docker's default parent, shared by every container). */
+  cgroupParent: string;
+  hostNetwork: boolean;
+}
 
 /** A container (or pause container) to read, with its state from the caller's list. */
 export interface Target {

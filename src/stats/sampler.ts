@@ -1,8 +1,8 @@
 import type { Logger } from '../logging/logger';
 import { readCgroupPids, readCgroupUsage } from './cgroup';
-import { cgroupUnderParent, MISS, type ContainerFacts, type FactsCache } from './facts';
+import { cgroupUnderParent, MISS, type FactsCache } from './facts';
 import { rateNow, type RateTracker } from './rate';
-import { wallNanos, type Sample, type Target, type TargetKind } from './sample';
+import { wallNanos, type ContainerFacts, type Sample, type Target, type TargetKind } from './sample';
 import type { CgroupUsage, UsageWanted } from './usage';
 import type { LayerUsageCache } from './writable-layer';
 

@@ -1,5 +1,5 @@
 import winston from 'winston';
-import type { RegistryAuth } from '../../src/docker/images';
+import type { RegistryAuth } from '../../src/docker/types';
 import { pullImageRpc } from '../../src/rpc/pull-image';
 import { createPullCoalescer, dockerAuth, pullKey, type Puller } from '../../src/images/pull';
 import type { ServiceDeps } from '../../src/service-deps';
