@@ -2,11 +2,9 @@ import type { RuntimeRes } from '../server/rpc';
 import type { PodSample, Sample } from '../stats/collector';
 import type { InterfaceUsage } from '../stats/netdev';
 import type { CgroupUsage } from '../stats/usage';
-import type { listContainers } from '../container/list';
-import type { listSandboxes } from '../sandbox/list';
 
-export type CriContainer = Awaited<ReturnType<typeof listContainers>>[number];
-export type CriSandbox = Awaited<ReturnType<typeof listSandboxes>>[number];
+export type CriContainer = NonNullable<RuntimeRes<'ListContainers'>['containers']>[number];
+export type CriSandbox = NonNullable<RuntimeRes<'ListPodSandbox'>['items']>[number];
 export type CriContainerStats = NonNullable<RuntimeRes<'ContainerStats'>['stats']>;
 export type CriPodStats = NonNullable<RuntimeRes<'PodSandboxStats'>['stats']>;
 type CriMemory = NonNullable<CriContainerStats['memory']>;
