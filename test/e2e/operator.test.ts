@@ -2,7 +2,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
-import { call, codeOf, podConfig, scrapeMetrics, startCrishim, teardown, type Crishim } from './harness';
+import { call, codeOf, podConfig, scrapeMetrics, startCrishim, teardown, waitForLog, type Crishim } from './harness';
 
 jest.setTimeout(120_000);
 
@@ -92,6 +92,27 @@ describe('running it the way operators do', () => {
     const after = dockerRequests(await scrapeMetrics(h));
     // the only Docker traffic meanwhile can be the background health probe
     expect(after - before).toBeLessThanOrEqual(3);
+  });
+
+  it('gives the JS heap back once it has grown --heap-trim-step MiB', async () => {
+    h = await startCrishim({ subnetIndex: 208, args: ['--network-plugin=none', '--heap-trim-step=1'] });
+    const daemon = h;
+    // calls in flight keep garbage alive past scavenges, so the old space grows; a check runs every 10 s
+    let trimmed = false;
+    const load = (async () => {
+      while (!trimmed)
+        await Promise.all(Array.from({ length: 20 }, () => call(daemon.runtime, 'Status', { verbose: true })));
+    })();
+    try {
+      const log = await waitForLog(daemon, /heap trimmed/, 60_000);
+      const line = log.split('\n').find((l) => l.includes('heap trimmed')) ?? '';
+      const before = Number(/oldSpaceMiB=([\d.]+)/.exec(line)?.[1]);
+      const after = Number(/afterMiB=([\d.]+)/.exec(line)?.[1]);
+      expect(before - after).toBeGreaterThanOrEqual(1);
+    } finally {
+      trimmed = true;
+      await load;
+    }
   });
 });
 
