@@ -391,8 +391,6 @@ async function lists(d: Daemon): Promise<void> {
   await Promise.all(ids.map((id) => removePod(d, id)));
 }
 
-const rssKiB = (pid: number): number => rssMiB(pid) * 1024;
-
 async function memory(d: Daemon): Promise<void> {
   const config = pod(true);
   const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
@@ -405,15 +403,15 @@ async function memory(d: Daemon): Promise<void> {
     await rpc(d, 'RemoveContainer', { container_id: c });
   };
   for (let i = 0; i < 20; i++) await cycle();
-  const idle = rssKiB(d.proc.pid ?? 0);
+  const idle = rssMiB(d.proc.pid ?? 0);
   // sampled along the way: a leak keeps climbing, heap warm-up levels off
   const samples: number[] = [];
   for (let i = 1; i <= sizes.cycles; i++) {
     await cycle();
-    if (i % Math.max(1, Math.floor(sizes.cycles / 4)) === 0) samples.push(rssKiB(d.proc.pid ?? 0));
+    if (i % Math.max(1, Math.floor(sizes.cycles / 4)) === 0) samples.push(rssMiB(d.proc.pid ?? 0));
   }
   const after = samples[samples.length - 1] ?? idle;
-  const mib = (k: number): string => (k / 1024).toFixed(1);
+  const mib = (m: number): string => m.toFixed(1);
   record(
     `daemon RSS idle / after ${sizes.cycles} create+remove cycles (quarters: ${samples.map(mib).join(', ')} MiB)`,
     `${mib(idle)} MiB / ${mib(after)} MiB`,
