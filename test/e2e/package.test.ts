@@ -49,6 +49,18 @@ function notifyListener(sockPath: string): { proc: ChildProcess; messages: strin
   return { proc, messages, ready };
 }
 
+/** A unit's Environment= assignments: ours are written one unquoted KEY=VALUE per line. */
+function unitEnvironment(unit: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const m of unit.matchAll(/^Environment=([A-Za-z_][A-Za-z0-9_]*)=(\S*)$/gm)) env[m[1]] = m[2];
+  return env;
+}
+
+/** The threads of a running process. */
+async function threadCount(pid: number): Promise<number> {
+  return (await fsp.readdir(`/proc/${pid}/task`)).length;
+}
+
 async function eventually<T>(get: () => T | undefined, what: string, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
@@ -125,6 +137,7 @@ describePkg('npm run package', () => {
       'OOMScoreAdjust=-999',
       'LimitNOFILE=infinity',
       'Requires=crishim.socket docker.service',
+      'Environment=NODE_OPTIONS=--v8-pool-size=1',
     ]) {
       expect(service.split('\n')).toContain(line);
     }
@@ -175,7 +188,7 @@ describePkg('npm run package', () => {
     expect(doctor.status).toBe(0);
   });
 
-  describe('the extracted daemon, env -i', () => {
+  describe("the extracted daemon, env -i plus the unit's Environment=", () => {
     let h: Crishim | undefined;
     let listener: ReturnType<typeof notifyListener>;
     let notifySocket: string;
@@ -184,7 +197,12 @@ describePkg('npm run package', () => {
       notifySocket = path.join(work, 'notify.sock');
       listener = notifyListener(notifySocket);
       await listener.ready;
-      h = await startCrishim({ subnetIndex: 244, executable: exe, exactEnv: { NOTIFY_SOCKET: notifySocket } });
+      const unit = await fsp.readFile(path.join(extracted, 'lib/systemd/system/crishim.service'), 'utf8');
+      h = await startCrishim({
+        subnetIndex: 244,
+        executable: exe,
+        exactEnv: { ...unitEnvironment(unit), NOTIFY_SOCKET: notifySocket },
+      });
     }, 60_000);
 
     afterAll(async () => {
@@ -198,6 +216,16 @@ describePkg('npm run package', () => {
       const ready = await eventually(() => listener.messages.find((m) => m.split('\n').includes('READY=1')), 'READY=1');
       expect(ready).toMatch(/^STATUS=serving CRI on /m);
       expect(ready).toContain(`MAINPID=${h!.proc.pid}`);
+    });
+
+    // the single executable honours NODE_OPTIONS: node's default pool is four V8 workers, the unit's one
+    it("runs three fewer threads than with node's default V8 pool", async () => {
+      const plain = await startCrishim({ subnetIndex: 245, noCniConfig: true, executable: exe, exactEnv: {} });
+      try {
+        expect((await threadCount(plain.proc.pid!)) - (await threadCount(h!.proc.pid!))).toBe(3);
+      } finally {
+        await teardown(plain);
+      }
     });
 
     it('runs a pod with CNI and port-forwards into it with itself as the relay', async () => {
