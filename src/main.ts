@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --v8-pool-size=1
 // --v8-pool-size=1 on the line above (and in the unit's NODE_OPTIONS): one V8 worker thread, so one
-// malloc arena instead of four (README, "ninth session"); node reads it only at its start.
+// malloc arena instead of four (docs/benchmark-history.md, ninth session); node reads it only at its start.
 // before anything allocates: the young generation's size (see the module)
 import './young-generation';
 import { CommanderError } from 'commander';

@@ -3,8 +3,8 @@ import { setFlagsFromString } from 'v8';
 /**
  * V8 grows the young generation's semi-spaces from 1 MiB up to 16 MiB each when much of
  * what it allocates survives a scavenge, and does not give the pages back: under the
- * kubelet's polling that growth was the largest single share of crishim's RSS (README,
- * "kubelet load"). `--max-semi-space-size` only acts at V8's start, so on a `#!` line or in
+ * kubelet's polling that growth was the largest single share of crishim's RSS (docs/benchmark-history.md,
+ * 2026-11-23). `--max-semi-space-size` only acts at V8's start, so on a `#!` line or in
  * NODE_OPTIONS it missed `node dist/main.js` and any start that did not copy it. The growth
  * factor, unlike the size, is read at each scavenge: set to 1 here, first thing, the
  * semi-spaces stay at their initial 1 MiB whatever started the daemon. An operator who
