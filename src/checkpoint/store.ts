@@ -49,8 +49,8 @@ export interface CheckpointStore {
   read(sandboxId: string): Promise<SandboxCheckpoint | undefined>;
   /** Idempotent. */
   remove(sandboxId: string): Promise<void>;
-  /** Ids of every checkpoint on disk. */
-  list(): Promise<string[]>;
+  /** Ids of every checkpoint on disk: the same array while the directory is unchanged, so never mutate it. */
+  list(): Promise<readonly string[]>;
 }
 
 const SUFFIX = '.json';
@@ -187,7 +187,7 @@ export async function createCheckpointStore(
   };
 
   /** The last listing and the directory's mtime when it was read. */
-  let listed: { mtime: bigint; ids: string[] } | undefined;
+  let listed: { mtime: bigint; ids: readonly string[] } | undefined;
 
   return {
     dir,
@@ -212,14 +212,14 @@ export async function createCheckpointStore(
       // or removed. A synchronous stat: one local inode, where the promise API's thread-pool hop
       // would wake a worker thread and then the event loop at each relist of the kubelet.
       const mtime = dirMtime(dir);
-      if (listed && mtime !== undefined && listed.mtime === mtime) return [...listed.ids];
+      if (listed && mtime !== undefined && listed.mtime === mtime) return listed.ids;
       const names = await fsp.readdir(dir).catch(() => [] as string[]);
       const ids = names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).map((n) => n.slice(0, -SUFFIX.length));
       const all = [...new Set([...ids, ...names.filter((n) => LEGACY.test(n))])];
       // mtime ticks coarsely: a change in the same tick as the one we saw would keep it, so only
       // a directory left alone for a while may be answered from memory (git's racy-index rule)
       listed = mtime !== undefined && settledSince(mtime) ? { mtime, ids: all } : undefined;
-      return [...all];
+      return all;
     },
   };
 }

@@ -19,8 +19,12 @@ export type ContainerInfo = Docker.ContainerInspectInfo;
  * costs one inspect, never a wrong answer.
  */
 export interface StateStore {
-  /** Every tracked container, each current up to the event lag. Fails like Docker when the view cannot be synchronised. */
-  list(): Promise<ContainerInfo[]>;
+  /**
+   * Every tracked container, each current up to the event lag. Fails like Docker when the view
+   * cannot be synchronised. The same array until a container changes, so derived answers can be
+   * kept per array: never mutate it.
+   */
+  list(): Promise<readonly ContainerInfo[]>;
   /** A container by full id or unique prefix; Docker is asked when the view does not know it. */
   get(ref: string): Promise<ContainerInfo | undefined>;
   /** Marks a container (id, prefix or name) as possibly changed: the next read re-inspects it. */
@@ -79,6 +83,10 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   let epoch = 0;
   let source: EventSource | undefined;
   let timer: NodeJS.Timeout | undefined;
+  // entries waiting for a re-inspect: a read with none pending need not look at every entry
+  const stale = new Set<Entry>();
+  // what list() last answered, until an entry is added, dropped or re-inspected
+  let listed: readonly ContainerInfo[] | undefined;
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
 
@@ -98,6 +106,8 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
         if (e.gen !== gen) continue;
         e.doneGen = gen;
         e.error = undefined;
+        stale.delete(e);
+        listed = undefined;
         if (info && isOurs(info)) {
           e.info = info;
         } else if (entries.get(id) === e) {
@@ -116,6 +126,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
       entries.set(id, e);
     }
     e.gen++;
+    stale.add(e);
     void refresh(e);
   };
 
@@ -137,6 +148,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     const p = docker.findContainer(ref).then((info) => {
       if (info && isOurs(info) && !entries.has(info.Id)) {
         entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1 });
+        listed = undefined;
       }
       return info;
     });
@@ -192,10 +204,10 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     if (!synced) await resync(true);
     else if (!subscribed) await resync(false);
     for (let pass = 0; pass < 5; pass++) {
-      const stale = only ? (isCurrent(only) ? [] : [only]) : [...entries.values()].filter((e) => !isCurrent(e));
-      if (stale.length === 0 && (only || pending.size === 0)) return;
-      await Promise.all([...stale.map(refresh), ...(only ? [] : [...pending])]);
-      const failed = stale.find((e) => !isCurrent(e) && e.error);
+      const waiting = only ? (isCurrent(only) ? [] : [only]) : [...stale];
+      if (waiting.length === 0 && (only || pending.size === 0)) return;
+      await Promise.all([...waiting.map(refresh), ...(only ? [] : [...pending])]);
+      const failed = waiting.find((e) => !isCurrent(e) && e.error);
       if (failed?.error) throw failed.error;
     }
   };
@@ -235,9 +247,10 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   return {
     async list() {
       await settle();
+      if (listed) return listed;
       const out: ContainerInfo[] = [];
       for (const e of entries.values()) if (e.info) out.push(e.info);
-      return out;
+      return (listed = out);
     },
     async get(ref) {
       if (!synced || !subscribed) await settle();

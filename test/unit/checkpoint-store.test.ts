@@ -94,7 +94,7 @@ describe('checkpoint store', () => {
         checksum: 1,
       }),
     );
-    expect((await store.list()).sort()).toEqual([ID, other]);
+    expect([...(await store.list())].sort()).toEqual([ID, other]);
     await fsp.rm(path.join(dir, `${ID}.json`));
     expect(await store.list()).toEqual([other]);
   });

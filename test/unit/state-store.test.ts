@@ -167,6 +167,33 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects);
   });
 
+  it('answers the same array until a container changes, then a new one with the change', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    const first = await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    expect(await store.list()).toBe(first);
+    // an event that changes nothing inspect shows is no reason for a new array either
+    d.emit(hex('a'), 'exec_start: sh');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await store.list()).toBe(first);
+    d.containers.get(hex('a'))!.state = 'exited';
+    d.emit(hex('a'), 'die');
+    await until(async () => (await store!.list()) !== first, 'a new array');
+    const afterDie = await store.list();
+    expect(afterDie.map((c) => c.State.Status)).toEqual(['exited']);
+    expect(await store.list()).toBe(afterDie);
+    d.add(hex('b'), 'running');
+    d.emit(hex('b'), 'create');
+    await until(async () => (await store!.list()).length === 2, 'b to appear');
+    expect((await store.list()).map((c) => c.Id[0])).toEqual(['a', 'b']);
+    d.containers.delete(hex('a'));
+    d.emit(hex('a'), 'destroy');
+    await until(async () => (await store!.list()).length === 1, 'a to go');
+    expect((await store.list()).map((c) => c.Id[0])).toEqual(['b']);
+  });
+
   it('discards an inspect answer that predates a later invalidation', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'created');
