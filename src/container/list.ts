@@ -1,5 +1,6 @@
 import type { RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
+import type { ContainerInfo, StateStore } from '../state/store';
 import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { containerMetadata, criState } from './status';
 import { CREATED_LABEL, matchesSelector, SANDBOX_ID_LABEL, splitLabels, TYPE_CONTAINER, TYPE_LABEL } from '../labels';
@@ -26,32 +27,36 @@ function toCri(c: ListedContainer): CriContainer {
   };
 }
 
-/** CRI containers, from the state view when there is one, else from one Docker list call (filters pushed down). */
-async function dockerContainers(deps: ServiceDeps, filter: Filter): Promise<ListedContainer[]> {
-  if (deps.state) {
-    // the cheap filters first: the kubelet's per-pod sync asks for one pod's containers
-    const pod = filter?.pod_sandbox_id ?? '';
-    const id = filter?.id ?? '';
-    return (await deps.state.list())
-      .filter(
-        (c) =>
-          c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER &&
-          c.Id.startsWith(id) &&
-          (c.Config.Labels[SANDBOX_ID_LABEL] ?? '').startsWith(pod),
-      )
-      .map(summaryOf);
-  }
+const isContainer = (c: ContainerInfo): boolean => c.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER;
+
+/** The last answer made from the state view, with the view's array it was made of (see sandbox/list.ts). */
+let lastFromView: { containers: readonly ContainerInfo[]; items: CriContainer[] } | undefined;
+
+async function allFromView(state: StateStore): Promise<CriContainer[]> {
+  const containers = await state.list();
+  if (lastFromView?.containers !== containers)
+    lastFromView = { containers, items: containers.filter(isContainer).map(summaryOf).map(fromDocker) };
+  return lastFromView.items;
+}
+
+/** From one Docker list call, the filters Docker can apply pushed down. */
+async function fromDockerList(deps: ServiceDeps, filter: Filter): Promise<CriContainer[]> {
   const labels = [`${TYPE_LABEL}=${TYPE_CONTAINER}`];
   // a full id can be pushed down to Docker; a prefix is matched below
   if (filter?.pod_sandbox_id?.length === 64) labels.push(`${SANDBOX_ID_LABEL}=${filter.pod_sandbox_id}`);
   const dockerFilters: Record<string, string[]> = { label: labels };
   if (filter?.id) dockerFilters.id = [filter.id];
-  return deps.docker.listContainers(dockerFilters);
+  return (await deps.docker.listContainers(dockerFilters)).map(fromDocker);
 }
 
-/** All CRI containers matching a filter. */
+const isFiltered = (filter: Filter): boolean =>
+  !!filter &&
+  (!!filter.id || !!filter.pod_sandbox_id || !!filter.state || Object.keys(filter.label_selector ?? {}).length > 0);
+
+/** All CRI containers matching a filter. Unfiltered, the array may be shared with other callers: never mutate it. */
 export async function listContainers(deps: ServiceDeps, filter: Filter): Promise<CriContainer[]> {
-  const items = (await dockerContainers(deps, filter)).map(fromDocker);
+  const items = deps.state ? await allFromView(deps.state) : await fromDockerList(deps, filter);
+  if (!isFiltered(filter)) return items;
   return items.filter((c) => {
     if (filter?.id && !(c.id ?? '').startsWith(filter.id)) return false;
     if (filter?.pod_sandbox_id && !(c.pod_sandbox_id ?? '').startsWith(filter.pod_sandbox_id)) return false;

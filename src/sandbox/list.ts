@@ -1,5 +1,6 @@
 import type { RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
+import type { ContainerInfo, StateStore } from '../state/store';
 import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import {
   CREATED_LABEL,
@@ -37,25 +38,19 @@ function matches(s: PodSandbox, filter: Filter): boolean {
   return matchesSelector(s.labels ?? {}, filter.label_selector);
 }
 
-/** Pause containers, from the state view when there is one, else from one Docker list call. */
-async function pauseContainers(deps: ServiceDeps, idPrefix: string): Promise<ListedContainer[]> {
-  if (deps.state) {
-    return (await deps.state.list())
-      .filter((c) => c.Config.Labels?.[TYPE_LABEL] === TYPE_SANDBOX && c.Id.startsWith(idPrefix))
-      .map(summaryOf);
-  }
-  const dockerFilters: Record<string, string[]> = { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] };
-  if (idPrefix) dockerFilters.id = [idPrefix];
-  return deps.docker.listContainers(dockerFilters);
-}
+const isSandbox = (c: ContainerInfo): boolean => c.Config.Labels?.[TYPE_LABEL] === TYPE_SANDBOX;
 
-/** Every sandbox: its pause container, plus checkpoints whose pause container is gone (NOTREADY). */
-export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<PodSandbox[]> {
-  const containers = await pauseContainers(deps, filter?.id ?? '');
+/** Sandboxes of these pause containers, plus checkpoints (with this id prefix) whose pause container is gone (NOTREADY). */
+async function sandboxesOf(
+  deps: ServiceDeps,
+  containers: ListedContainer[],
+  checkpointIds: readonly string[],
+  idPrefix: string,
+): Promise<PodSandbox[]> {
   const items = containers.map(fromDocker);
   const seen = new Set(items.map((s) => s.id));
-  for (const id of await deps.checkpoints.list()) {
-    if (seen.has(id) || (filter?.id && !id.startsWith(filter.id))) continue;
+  for (const id of checkpointIds) {
+    if (seen.has(id) || !id.startsWith(idPrefix)) continue;
     const cp = await deps.checkpoints.read(id);
     if (!cp) continue;
     items.push({
@@ -73,5 +68,45 @@ export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<
       runtime_handler: cp.crishim?.runtime_handler ?? '',
     });
   }
-  return items.filter((s) => matches(s, filter));
+  return items;
+}
+
+/**
+ * The last unfiltered answer from the state view, with what it was made of: the view and the
+ * checkpoint store hand out the same arrays until something changes, and the kubelet relists
+ * every second, so most relists return this same array (and the encoder its same bytes).
+ */
+let lastFromView:
+  { containers: readonly ContainerInfo[]; checkpointIds: readonly string[]; items: PodSandbox[] } | undefined;
+
+async function allFromView(deps: ServiceDeps, state: StateStore): Promise<PodSandbox[]> {
+  const containers = await state.list();
+  const checkpointIds = await deps.checkpoints.list();
+  if (lastFromView?.containers === containers && lastFromView.checkpointIds === checkpointIds)
+    return lastFromView.items;
+  const items = await sandboxesOf(deps, containers.filter(isSandbox).map(summaryOf), checkpointIds, '');
+  lastFromView = { containers, checkpointIds, items };
+  return items;
+}
+
+const isFiltered = (filter: Filter): boolean =>
+  !!filter && (!!filter.id || !!filter.state || Object.keys(filter.label_selector ?? {}).length > 0);
+
+/**
+ * Every sandbox the filter selects: its pause container, plus checkpoints whose pause container is
+ * gone (NOTREADY). Unfiltered, the array may be shared with other callers: never mutate it.
+ */
+export async function listSandboxes(deps: ServiceDeps, filter: Filter): Promise<PodSandbox[]> {
+  let items: PodSandbox[];
+  if (deps.state) {
+    items = await allFromView(deps, deps.state);
+  } else {
+    // one Docker list call, the id prefix pushed down
+    const idPrefix = filter?.id ?? '';
+    const dockerFilters: Record<string, string[]> = { label: [`${TYPE_LABEL}=${TYPE_SANDBOX}`] };
+    if (idPrefix) dockerFilters.id = [idPrefix];
+    const containers = await deps.docker.listContainers(dockerFilters);
+    items = await sandboxesOf(deps, containers, await deps.checkpoints.list(), idPrefix);
+  }
+  return isFiltered(filter) ? items.filter((s) => matches(s, filter)) : items;
 }

@@ -8,7 +8,8 @@ import { varint32 } from './proto-writer';
  * field (number 1) whose entries the handlers keep per state-view entry (see
  * state/summary.ts `memoized`): the same object until the container changes.
  * Each entry's protobuf bytes are kept beside it, so a relist encodes only
- * what changed and joins the rest; the bytes are what the generic serializer
+ * what changed and joins the rest, and the joined answer beside the array it
+ * was made of; the bytes are what the generic serializer
  * would produce, since a repeated message field is just its entries' encodings
  * one after another, each behind its tag and length.
  */
@@ -37,11 +38,16 @@ export function cachedListSerializer(
   fallback: (value: unknown) => Buffer,
 ): (value: unknown) => Buffer {
   const encoded = new WeakMap<object, Buffer>();
+  // whole answers by their items array: an unfiltered List returns the same array until something
+  // changes (sandbox/list.ts), so a relist's answer is one lookup
+  const answers = new WeakMap<unknown[], Buffer>();
   return (value) => {
     const res = value as Record<string, unknown> | null;
     const items = res?.[field];
     // anything but the plain shape the handlers return goes the generic way
     if (!Array.isArray(items) || Object.keys(res ?? {}).length !== 1) return fallback(value);
+    const known = answers.get(items);
+    if (known) return known;
     const parts: Buffer[] = [];
     for (const item of items as unknown[]) {
       if (typeof item !== 'object' || item === null) return fallback(value);
@@ -53,7 +59,9 @@ export function cachedListSerializer(
       }
       parts.push(bytes);
     }
-    return Buffer.concat(parts);
+    const answer = Buffer.concat(parts);
+    answers.set(items, answer);
+    return answer;
   };
 }
 

@@ -40,6 +40,16 @@ describe('List answers encoded from per-entry bytes', () => {
     );
   });
 
+  it('keeps a whole answer beside its items array, so an unchanged relist is not joined again', () => {
+    const containers = Array.from({ length: 3 }, (_, i) => container(i));
+    const first = cached({ containers });
+    expect(cached({ containers })).toBe(first);
+    // another array with other entries: its own bytes, not the kept ones
+    const other = [containers[2]];
+    expect(cached({ containers: other })).toEqual(generic({ containers: other }));
+    expect(cached({ containers })).toBe(first);
+  });
+
   it('encodes sandboxes the same way', () => {
     const items = [
       {
