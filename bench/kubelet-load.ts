@@ -1,7 +1,9 @@
 /**
  * The `kubelet load` section: what a kubelet asks of its runtime all day, at a
  * given number of pods (110 is the kubelet's default max-pods):
- *   PLEG relist            ListPodSandbox + ListContainers, every second
+ *   PLEG relist            ListPodSandbox + ListContainers, every second, through a client shaped
+ *                          like the kubelet's (bench/relist-client.ts) and, every other second,
+ *                          through grpc-js's (decoding every field), whose own cost it shows
  *   runtime health         Status, every 5 s
  *   pod status sync        PodSandboxStatus + ListContainers(pod) + ContainerStatus, each pod once a minute, spread out
  *   stats                  ListContainerStats + ListPodSandboxStats + ImageFsInfo, every 10 s
@@ -29,6 +31,8 @@ export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
   pid: number;
   call<T>(method: string, req: unknown): Promise<T>;
+  /** The PLEG relist through a client shaped like the kubelet's (bench/relist-client.ts). */
+  relist(): Promise<unknown>;
   imageFsInfo(): Promise<unknown>;
   /** Starts a networked pod with one long-running container; answers the sandbox id. */
   runPod(): Promise<string>;
@@ -62,6 +66,8 @@ const ms = (n: number): string => `${n.toFixed(1)} ms`;
 
 export interface Calls {
   relist(): Promise<unknown>;
+  /** The same relist through grpc-js's client, made instead of `relist` every other second. */
+  relistGrpcJs?(): Promise<unknown>;
   status(): Promise<unknown>;
   podSync(podId: string): Promise<unknown>;
   statsRound?(): Promise<unknown>;
@@ -69,6 +75,8 @@ export interface Calls {
 
 export interface PhaseResult {
   relist: number[];
+  /** Latencies of `relistGrpcJs`, when the calls have one. */
+  relistGrpcJs: number[];
   stats: number[];
   cpuPct: number;
   dockerdPct: number;
@@ -91,12 +99,21 @@ export async function drive(
   pid: number | undefined,
   dockerd: number,
 ): Promise<PhaseResult> {
-  const out: PhaseResult = { relist: [], stats: [], cpuPct: 0, dockerdPct: 0, errors: 0, firstError: '', rss: [] };
+  const out: PhaseResult = {
+    relist: [],
+    relistGrpcJs: [],
+    stats: [],
+    cpuPct: 0,
+    dockerdPct: 0,
+    errors: 0,
+    firstError: '',
+    rss: [],
+  };
   const failed = (err: unknown): void => {
     out.errors++;
     out.firstError ||= (err as Error).message;
   };
-  await Promise.all([calls.relist(), calls.status(), calls.statsRound?.()]).catch(failed);
+  await Promise.all([calls.relist(), calls.relistGrpcJs?.(), calls.status(), calls.statsRound?.()]).catch(failed);
   await mapLimit(pods.length, 4, (i) => calls.podSync(pods[i]).catch(failed));
   const t0 = now();
   const end = t0 + sizes.seconds * 1000;
@@ -115,8 +132,12 @@ export async function drive(
     into.push(now() - s);
   };
   let podIndex = 0;
+  let relists = 0;
+  const relistGrpcJs = calls.relistGrpcJs && timedInto(out.relistGrpcJs, calls.relistGrpcJs);
+  const relistLean = timedInto(out.relist, calls.relist);
   await Promise.all([
-    every(1000, timedInto(out.relist, calls.relist)),
+    // one relist a second, as the kubelet's; the two clients take turns
+    every(1000, () => (relistGrpcJs && relists++ % 2 === 1 ? relistGrpcJs() : relistLean())),
     every(5000, async () => void (await calls.status())),
     every(
       sizes.podSyncCycleMs / Math.max(1, pods.length),
@@ -162,9 +183,10 @@ export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => P
 }
 
 /** The kubelet's calls through a CRI endpoint: one shape for crishim and for any runtime compared with it. */
-export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo'>): Required<Calls> {
+export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo' | 'relist'>): Required<Calls> {
   return {
-    relist: () => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]),
+    relist: () => t.relist(),
+    relistGrpcJs: () => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]),
     status: () => t.call('Status', {}),
     podSync: async (id) => {
       await t.call('PodSandboxStatus', { pod_sandbox_id: id });
@@ -253,10 +275,16 @@ export async function kubeletLoad(
       `${((cri.cpuPct + cri.dockerdPct) / raw.dockerdPct).toFixed(2)} (sum vs dockerd alone)`,
     );
     record(
-      `${tag}: relist p50 / p99`,
+      `${tag}: relist p50 / p99 (kubelet-shaped client)`,
       `${ms(pct(cri.relist, 50))} / ${ms(pct(cri.relist, 99))}`,
       `${ms(pct(raw.relist, 50))} / ${ms(pct(raw.relist, 99))}`,
       (pct(cri.relist, 50) / pct(raw.relist, 50)).toFixed(2),
+    );
+    record(
+      `${tag}: relist p50 / p99 through grpc-js's client (every field decoded)`,
+      `${ms(pct(cri.relistGrpcJs, 50))} / ${ms(pct(cri.relistGrpcJs, 99))}`,
+      '-',
+      '-',
     );
     record(
       `${tag}: stats round p50 / p99 (3 calls)`,
@@ -280,7 +308,7 @@ export async function kubeletLoad(
     );
     // the relists and status calls make none; what is left is the health ping, the view's safety-net resync, image fs usage
     record(
-      `${tag}: docker calls by crishim during the load (${cri.relist.length} relists)`,
+      `${tag}: docker calls by crishim during the load (${cri.relist.length + cri.relistGrpcJs.length} relists)`,
       String(requests),
       '-',
       `${cri.errors + raw.errors} errors${cri.firstError || raw.firstError ? ` (${(cri.firstError || raw.firstError).slice(0, 80)})` : ''}`,
@@ -295,6 +323,7 @@ export async function kubeletLoad(
           (pct(mine, 50) / pct(its, 50)).toFixed(2),
         );
       vs('relist', cri.relist, floor.relist);
+      vs("relist through grpc-js's client", cri.relistGrpcJs, floor.relistGrpcJs);
       vs('stats round', cri.stats, floor.stats);
       record(
         `${tag}: runtime RSS during the load, mean / max, crishim vs grpc-js replaying its answers`,

@@ -16,6 +16,7 @@ import type { Answers } from './replay-server';
 export interface ReplayFloor {
   pid: number;
   call<T>(method: string, req: unknown): Promise<T>;
+  relist(): Promise<unknown>;
   imageFsInfo(): Promise<unknown>;
   close(): Promise<void>;
 }
@@ -83,6 +84,7 @@ export async function startReplayFloor(crishimEndpoint: string, repo: string, po
   return {
     pid: proc.pid ?? 0,
     call: (method, req) => criCall(client.runtime, method, req),
+    relist: () => client.relist.relist(),
     imageFsInfo: () => criCall(client.image, 'ImageFsInfo', {}),
     async close() {
       client.close();

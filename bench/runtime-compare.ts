@@ -56,7 +56,7 @@ async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
     const call = <T>(method: string, req: unknown): Promise<T> =>
       skip.has(method) ? Promise.resolve({} as T) : t.call<T>(method, req);
     const figures = await drive(
-      criCalls({ call, imageFsInfo: () => t.imageFsInfo() }),
+      criCalls({ call, imageFsInfo: () => t.imageFsInfo(), relist: () => t.relist() }),
       pods,
       sizes,
       t.pid,

@@ -1,0 +1,142 @@
+/**
+ * The PLEG relist (ListPodSandbox + ListContainers) as the kubelet's client makes it, for the
+ * relist latency the kubelet load reports.
+ *
+ * The kubelet's client is grpc-go: compiled, and it decodes an answer of 110 pods in a fraction
+ * of a millisecond. grpc-js's client, which the bench uses for every other call, spends about a
+ * millisecond of its own on a call that comes after a second of idleness, and decodes with
+ * protobufjs (another one or two at 110 pods): its relist figure is mostly the client's. This
+ * client speaks gRPC's framing over node:http2 and only walks the answer's top-level fields to
+ * count the entries. On this machine it read within 0.1-0.4 ms above a grpc-go client, on the
+ * same servers (docs/benchmark-history.md, 2026-11-26).
+ */
+import * as http2 from 'http2';
+import * as net from 'net';
+
+export interface RelistAnswer {
+  sandboxes: number;
+  containers: number;
+}
+
+export interface RelistClient {
+  relist(): Promise<RelistAnswer>;
+  close(): void;
+}
+
+/**
+ * grpc-go grows its flow-control windows to what the connection carries (its BDP estimator); a
+ * 64 KiB window, Node's default, would add a round trip per window once answers outgrow it.
+ */
+const WINDOW = 4 << 20;
+/** What the kubelet's runtime calls carry (its --runtime-request-timeout, 2 minutes). */
+const TIMEOUT = '120S';
+/** An empty request message behind its 5-byte gRPC frame header (not compressed, length 0). */
+const EMPTY_REQUEST = Buffer.alloc(5);
+
+function readVarint(buf: Buffer, at: number): [value: number, next: number] {
+  let value = 0;
+  for (let shift = 0, i = at; i < buf.length && shift < 35; shift += 7, i++) {
+    value += (buf[i] & 0x7f) * 2 ** shift;
+    if (buf[i] < 0x80) return [value, i + 1];
+  }
+  throw new Error('malformed varint in the answer');
+}
+
+const decodeMessage = (m: string): string => {
+  try {
+    return decodeURIComponent(m);
+  } catch {
+    return m;
+  }
+};
+
+/** How many times field 1 (the list) occurs in one gRPC-framed answer; throws on anything malformed. */
+export function countListEntries(framed: Buffer): number {
+  if (framed.length < 5 || framed[0] !== 0) throw new Error('answer is not one uncompressed gRPC message');
+  const end = 5 + framed.readUInt32BE(1);
+  if (end !== framed.length) throw new Error(`answer frame says ${end - 5} bytes, carries ${framed.length - 5}`);
+  let count = 0;
+  for (let at = 5; at < end;) {
+    const [tag, next] = readVarint(framed, at);
+    at = next;
+    switch (tag & 7) {
+      case 0:
+        at = readVarint(framed, at)[1];
+        break;
+      case 1:
+        at += 8;
+        break;
+      case 2: {
+        const [len, body] = readVarint(framed, at);
+        at = body + len;
+        if (tag >>> 3 === 1) count++;
+        break;
+      }
+      case 5:
+        at += 4;
+        break;
+      default:
+        throw new Error(`unexpected wire type ${tag & 7} in the answer`);
+    }
+    if (at > end) throw new Error('answer field runs past its message');
+  }
+  return count;
+}
+
+/** `unix:///path` (or a bare path) -> a client that reconnects when its connection is gone. */
+export function connectRelist(endpoint: string): RelistClient {
+  const socketPath = endpoint.replace(/^unix:\/\//, '');
+  let session: http2.ClientHttp2Session | undefined;
+  const connect = (): http2.ClientHttp2Session => {
+    if (session && !session.closed && !session.destroyed) return session;
+    const s = http2.connect('http://localhost', {
+      createConnection: () => net.connect(socketPath),
+      settings: { initialWindowSize: WINDOW },
+    });
+    s.on('connect', () => s.setLocalWindowSize(WINDOW));
+    // a failed connection fails its calls; the next relist connects again
+    s.on('error', () => undefined);
+    return (session = s);
+  };
+
+  const call = (method: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const stream = connect().request({
+        ':method': 'POST',
+        ':path': `/runtime.v1.RuntimeService/${method}`,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-timeout': TIMEOUT,
+      });
+      const chunks: Buffer[] = [];
+      let status: string | undefined;
+      let message = '';
+      const statusFrom = (h: http2.IncomingHttpHeaders): void => {
+        if (h['grpc-status'] === undefined) return;
+        status = String(h['grpc-status']);
+        // percent-encoded on the wire
+        message = decodeMessage(String(h['grpc-message'] ?? ''));
+      };
+      stream.on('response', statusFrom);
+      stream.on('trailers', statusFrom);
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('error', reject);
+      stream.on('end', () => {
+        if (status !== '0') return reject(new Error(`${method}: grpc-status ${status ?? 'missing'} ${message}`));
+        try {
+          resolve(countListEntries(Buffer.concat(chunks)));
+        } catch (err) {
+          reject(new Error(`${method}: ${(err as Error).message}`));
+        }
+      });
+      stream.end(EMPTY_REQUEST);
+    });
+
+  return {
+    relist: async () => {
+      const [sandboxes, containers] = await Promise.all([call('ListPodSandbox'), call('ListContainers')]);
+      return { sandboxes, containers };
+    },
+    close: () => session?.close(),
+  };
+}

@@ -1,0 +1,68 @@
+import { mkdtempSync } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as grpc from '@grpc/grpc-js';
+import { connectRelist, countListEntries } from '../../bench/relist-client';
+import { loadCriProto } from '../support/cri-proto';
+
+const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
+
+const frame = (message: Buffer): Buffer => {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(message.length, 1);
+  return Buffer.concat([header, message]);
+};
+
+describe("the bench's kubelet-shaped relist client", () => {
+  it('counts the list entries of an answer as the generic encoder writes it', () => {
+    const items = Array.from({ length: 3 }, (_, i) => ({
+      id: `${i}`.padStart(64, 's'),
+      metadata: { name: `web-${i}`, namespace: 'default', uid: 'u', attempt: i },
+      state: 'SANDBOX_READY',
+      created_at: '1700000000123456789',
+      labels: { app: 'web', note: 'x'.repeat(200) },
+    }));
+    expect(countListEntries(frame(service.ListPodSandbox.responseSerialize({ items })))).toBe(3);
+    expect(countListEntries(frame(Buffer.alloc(0)))).toBe(0);
+  });
+
+  it('refuses a frame whose length or fields do not add up', () => {
+    const answer = frame(service.ListContainers.responseSerialize({ containers: [{ id: 'c'.repeat(64) }] }));
+    expect(() => countListEntries(answer.subarray(0, answer.length - 1))).toThrow(/frame says/);
+    const cut = Buffer.from(answer);
+    cut.writeUInt32BE(3, 1);
+    expect(() => countListEntries(cut.subarray(0, 8))).toThrow(/runs past/);
+    const compressed = Buffer.from(answer);
+    compressed[0] = 1;
+    expect(() => countListEntries(compressed)).toThrow(/uncompressed/);
+  });
+
+  it('relists a grpc-js server over its socket and reports its error status', async () => {
+    const socket = path.join(mkdtempSync(path.join(os.tmpdir(), 'relist-client-')), 'cri.sock');
+    const server = new grpc.Server();
+    let failing = false;
+    server.addService(
+      { ListPodSandbox: service.ListPodSandbox, ListContainers: service.ListContainers },
+      {
+        ListPodSandbox: (_call: unknown, cb: grpc.sendUnaryData<unknown>) =>
+          cb(null, { items: [{ id: 'a' }, { id: 'b' }] }),
+        ListContainers: (_call: unknown, cb: grpc.sendUnaryData<unknown>) =>
+          failing
+            ? cb({ code: grpc.status.UNAVAILABLE, details: 'docker is away' })
+            : cb(null, { containers: [{ id: 'c' }] }),
+      },
+    );
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+    );
+    const client = connectRelist(`unix://${socket}`);
+    try {
+      expect(await client.relist()).toEqual({ sandboxes: 2, containers: 1 });
+      failing = true;
+      await expect(client.relist()).rejects.toThrow(/ListContainers: grpc-status 14 docker is away/);
+    } finally {
+      client.close();
+      server.forceShutdown();
+    }
+  });
+});
