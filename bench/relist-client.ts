@@ -121,6 +121,10 @@ export function connectRelist(endpoint: string): RelistClient {
       stream.on('trailers', statusFrom);
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', reject);
+      // reset without an error (or cut): no answer is coming; a no-op once settled
+      stream.on('close', () =>
+        reject(new Error(`${method}: stream closed without an answer (code ${stream.rstCode})`)),
+      );
       stream.on('end', () => {
         if (status !== '0') return reject(new Error(`${method}: grpc-status ${status ?? 'missing'} ${message}`));
         try {
