@@ -119,8 +119,10 @@ export async function drive(
   const end = t0 + sizes.seconds * 1000;
   const cpu0 = pid ? processCpuMs(pid) : 0;
   const d0 = processCpuMs(dockerd);
-  const every = async (periodMs: number, fn: () => Promise<void>): Promise<void> => {
-    for (let next = now(); next < end; next += periodMs) {
+  // each loop keeps its own phase, as the kubelet's do: started together, the health check would
+  // meet every fifth relist and the stats round every tenth, each time, which no kubelet does
+  const every = async (periodMs: number, fn: () => Promise<void>, phaseMs = 0): Promise<void> => {
+    for (let next = now() + phaseMs; next < end; next += periodMs) {
       if (next > now()) await sleep(next - now());
       if (now() >= end) break;
       await fn().catch(failed);
@@ -138,13 +140,14 @@ export async function drive(
   await Promise.all([
     // one relist a second, as the kubelet's; the two clients take turns
     every(1000, () => (relistGrpcJs && relists++ % 2 === 1 ? relistGrpcJs() : relistLean())),
-    every(5000, async () => void (await calls.status())),
+    every(5000, async () => void (await calls.status()), 400),
     every(
       sizes.podSyncCycleMs / Math.max(1, pods.length),
       async () => void (await calls.podSync(pods[podIndex++ % pods.length])),
+      200,
     ),
-    calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound)) : Promise.resolve(),
-    pid ? every(1000, async () => void out.rss.push(rssMiB(pid))) : Promise.resolve(),
+    calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound), 600) : Promise.resolve(),
+    pid ? every(1000, async () => void out.rss.push(rssMiB(pid)), 800) : Promise.resolve(),
   ]);
   const wall = now() - t0;
   if (pid) out.cpuPct = ((processCpuMs(pid) - cpu0) / wall) * 100;
