@@ -12,6 +12,7 @@
  */
 import * as http2 from 'http2';
 import * as net from 'net';
+import * as protobuf from 'protobufjs';
 
 export interface RelistAnswer {
   sandboxes: number;
@@ -33,15 +34,6 @@ const TIMEOUT = '120S';
 /** An empty request message behind its 5-byte gRPC frame header (not compressed, length 0). */
 const EMPTY_REQUEST = Buffer.alloc(5);
 
-function readVarint(buf: Buffer, at: number): [value: number, next: number] {
-  let value = 0;
-  for (let shift = 0, i = at; i < buf.length && shift < 35; shift += 7, i++) {
-    value += (buf[i] & 0x7f) * 2 ** shift;
-    if (buf[i] < 0x80) return [value, i + 1];
-  }
-  throw new Error('malformed varint in the answer');
-}
-
 const decodeMessage = (m: string): string => {
   try {
     return decodeURIComponent(m);
@@ -55,30 +47,19 @@ export function countListEntries(framed: Buffer): number {
   if (framed.length < 5 || framed[0] !== 0) throw new Error('answer is not one uncompressed gRPC message');
   const end = 5 + framed.readUInt32BE(1);
   if (end !== framed.length) throw new Error(`answer frame says ${end - 5} bytes, carries ${framed.length - 5}`);
+  // protobufjs's reader walks the fields; only field 1's entries are counted, none is decoded
+  const reader = protobuf.Reader.create(framed.subarray(5));
   let count = 0;
-  for (let at = 5; at < end;) {
-    const [tag, next] = readVarint(framed, at);
-    at = next;
-    switch (tag & 7) {
-      case 0:
-        at = readVarint(framed, at)[1];
-        break;
-      case 1:
-        at += 8;
-        break;
-      case 2: {
-        const [len, body] = readVarint(framed, at);
-        at = body + len;
-        if (tag >>> 3 === 1) count++;
-        break;
-      }
-      case 5:
-        at += 4;
-        break;
-      default:
-        throw new Error(`unexpected wire type ${tag & 7} in the answer`);
+  try {
+    while (reader.pos < reader.len) {
+      const tag = reader.uint32();
+      if (tag >>> 3 === 1 && (tag & 7) === 2) count++;
+      reader.skipType(tag & 7);
     }
-    if (at > end) throw new Error('answer field runs past its message');
+  } catch (err) {
+    // the reader throws a RangeError when a length or varint goes past the end
+    if (err instanceof RangeError) throw new Error('answer field runs past its message', { cause: err });
+    throw new Error(`malformed answer: ${(err as Error).message}`, { cause: err });
   }
   return count;
 }
