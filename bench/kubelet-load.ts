@@ -26,6 +26,7 @@ import {
   type Resident,
 } from './measure';
 import type { ReplayFloor } from './replay-floor';
+import { relistInTurn } from './relist-client';
 
 export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
@@ -189,7 +190,7 @@ export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => P
 export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo' | 'relist'>): Required<Calls> {
   return {
     relist: () => t.relist(),
-    relistGrpcJs: () => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]),
+    relistGrpcJs: () => relistInTurn((method) => t.call(method, {})),
     status: () => t.call('Status', {}),
     podSync: async (id) => {
       await t.call('PodSandboxStatus', { pod_sandbox_id: id });
@@ -229,10 +230,9 @@ export async function kubeletLoad(
     const raw = await drive(
       {
         relist: () =>
-          Promise.all([
-            docker.listContainers({ all: true, filters: sandboxLabel }),
-            docker.listContainers({ all: true, filters: containerLabel }),
-          ]),
+          relistInTurn((method) =>
+            docker.listContainers({ all: true, filters: method === 'ListPodSandbox' ? sandboxLabel : containerLabel }),
+          ),
         status: () => docker.ping(),
         podSync: async (id) => {
           await docker.getContainer(id).inspect();

@@ -8,11 +8,12 @@
  * runtime without a view of its own would make.
  */
 import { readFileSync } from 'fs';
+import type Docker from 'dockerode';
 import { cpuNs, pct, rssMiB } from './measure';
+import { relistInTurn } from './relist-client';
 
 /** CPU time of a process's live threads in ms. */
 const cpuMs = (pid: number): number => cpuNs(pid) / 1e6;
-import type Docker from 'dockerode';
 
 export interface RelistTarget {
   pid: number;
@@ -51,12 +52,14 @@ export async function relistCost(
   try {
     for (let i = 0; i < sizes.pods; i++) pods.push(await t.runPod());
     const f = (n: number): string => `${n.toFixed(2)} ms`;
-    const relist = (): Promise<unknown> => Promise.all([t.call('ListPodSandbox', {}), t.call('ListContainers', {})]);
+    const relist = (): Promise<unknown> => relistInTurn((method) => t.call(method, {}));
     const raw = await measure(dockerd, sizes.calls, () =>
-      Promise.all([
-        docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type=podsandbox'] } }),
-        docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type=container'] } }),
-      ]),
+      relistInTurn((method) =>
+        docker.listContainers({
+          all: true,
+          filters: { label: [`io.kubernetes.docker.type=${method === 'ListPodSandbox' ? 'podsandbox' : 'container'}`] },
+        }),
+      ),
     );
     const cri = await measure(t.pid, sizes.calls, relist);
     const tag = `relist at ${sizes.pods} pods, ${sizes.calls} calls in a row`;

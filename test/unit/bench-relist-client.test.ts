@@ -37,19 +37,27 @@ describe("the bench's kubelet-shaped relist client", () => {
     expect(() => countListEntries(compressed)).toThrow(/uncompressed/);
   });
 
-  it('relists a grpc-js server over its socket and reports its error status', async () => {
+  it('relists a grpc-js server over its socket, one call after the other, and reports its error status', async () => {
     const socket = path.join(mkdtempSync(path.join(os.tmpdir(), 'relist-client-')), 'cri.sock');
     const server = new grpc.Server();
     let failing = false;
+    // what the server saw, in order: the kubelet asks for the containers only once it has the sandboxes
+    const seen: string[] = [];
     server.addService(
       { ListPodSandbox: service.ListPodSandbox, ListContainers: service.ListContainers },
       {
-        ListPodSandbox: (_call: unknown, cb: grpc.sendUnaryData<unknown>) =>
-          cb(null, { items: [{ id: 'a' }, { id: 'b' }] }),
-        ListContainers: (_call: unknown, cb: grpc.sendUnaryData<unknown>) =>
-          failing
-            ? cb({ code: grpc.status.UNAVAILABLE, details: 'docker is away' })
-            : cb(null, { containers: [{ id: 'c' }] }),
+        ListPodSandbox: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
+          seen.push('ListPodSandbox');
+          setTimeout(() => {
+            seen.push('sandboxes answered');
+            cb(null, { items: [{ id: 'a' }, { id: 'b' }] });
+          }, 20);
+        },
+        ListContainers: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
+          seen.push('ListContainers');
+          if (failing) cb({ code: grpc.status.UNAVAILABLE, details: 'docker is away' });
+          else cb(null, { containers: [{ id: 'c' }] });
+        },
       },
     );
     await new Promise<void>((resolve, reject) =>
@@ -58,6 +66,7 @@ describe("the bench's kubelet-shaped relist client", () => {
     const client = connectRelist(`unix://${socket}`);
     try {
       expect(await client.relist()).toEqual({ sandboxes: 2, containers: 1 });
+      expect(seen).toEqual(['ListPodSandbox', 'sandboxes answered', 'ListContainers']);
       failing = true;
       await expect(client.relist()).rejects.toThrow(/ListContainers: grpc-status 14 docker is away/);
     } finally {
