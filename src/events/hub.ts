@@ -154,9 +154,16 @@ export function createEventHub(deps: ServiceDeps): EventHub {
    */
   const isNew = (ev: DockerEvent): boolean => {
     if (!snapshot) return true;
-    if (ev.timeNano && ev.timeNano <= listedFrom) return unlisted?.(ev.Actor.ID) ?? false;
-    const changed = applyAction(snapshot, ev.Actor.ID, ev.Action, ev.Actor.Attributes ?? {});
-    return changed || !ev.timeNano || (ev.timeNano > listedTo && !synthesized.has(ev.Actor.ID));
+    const id = ev.Actor.ID;
+    if (ev.timeNano && ev.timeNano <= listedFrom) {
+      if (!unlisted?.(id)) return false;
+      // tracked from here on: its destroy may be stamped inside the list's window, after `listedFrom`,
+      // where only a change to the snapshot tells a new event from one the list already showed
+      applyAction(snapshot, id, ev.Action, ev.Actor.Attributes ?? {});
+      return true;
+    }
+    const changed = applyAction(snapshot, id, ev.Action, ev.Actor.Attributes ?? {});
+    return changed || !ev.timeNano || (ev.timeNano > listedTo && !synthesized.has(id));
   };
 
   const onDockerEvent = (ev: DockerEvent): void => {

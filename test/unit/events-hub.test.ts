@@ -165,6 +165,40 @@ describe('event hub across a docker restart', () => {
     }
   });
 
+  it("delivers the DELETED of such a container when dockerd stamped it while the reconnect's list ran", async () => {
+    const { state, api } = fakeDocker();
+    const deps = hubDeps(api);
+    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
+    const hub = createEventHub(deps);
+    const sub = hub.subscribe();
+    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    try {
+      await until(() => state.streams.length === 1, 'first subscription');
+      // the reconnect reads the engine's clock before and after its list: 20 s and 20.005 s. c4 was
+      // made and run while the stream was down and removed between the two readings, so the list
+      // does not show it and its destroy is stamped after the first reading
+      const clock = [BASE + 20 * SEC, BASE + 20 * SEC + 5_000_000];
+      api.info = async () => ({ SystemTime: iso(clock.shift() ?? BASE + 21 * SEC) });
+      state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
+      state.onSubscribe = (s) => {
+        for (const [i, action] of ['create', 'start', 'die'].entries())
+          emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
+        emit(s, 'c4', 'destroy', BASE + 20 * SEC + 2_000_000, ctrLabels);
+      };
+      state.streams[0].end();
+      await until(() => seen().length >= 3, 'the replayed events');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen()).toEqual([
+        'c4:CONTAINER_CREATED_EVENT',
+        'c4:CONTAINER_STARTED_EVENT',
+        'c4:CONTAINER_STOPPED_EVENT',
+        'c4:CONTAINER_DELETED_EVENT',
+      ]);
+    } finally {
+      hub.close();
+    }
+  });
+
   it('waits for Docker to be back before converting an event, rather than report no statuses', async () => {
     const { state, api } = fakeDocker();
     const c1 = {
