@@ -165,7 +165,7 @@ describe('event hub across a docker restart', () => {
     }
   });
 
-  it("delivers the DELETED of such a container when dockerd stamped it while the reconnect's list ran", async () => {
+  it("delivers the DELETED of a container that came and went while disconnected, stamped during the reconnect's list", async () => {
     const { state, api } = fakeDocker();
     const deps = hubDeps(api);
     state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
