@@ -64,6 +64,33 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
+type Listed = Array<{ Id: string; State: string; Labels: Record<string, string> }>;
+
+/**
+ * A hub over `fake` whose first list is `list`, with one subscriber, once its first subscription
+ * is up; `seen` names the delivered events as `id:type`.
+ */
+async function subscribedHub(fake: ReturnType<typeof fakeDocker>, list: Listed) {
+  fake.state.list = list;
+  const hub = createEventHub(hubDeps(fake.api));
+  const sub = hub.subscribe();
+  try {
+    await until(() => fake.state.streams.length === 1, 'first subscription');
+  } catch (err) {
+    hub.close();
+    throw err;
+  }
+  const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+  /** Ends the first stream (dockerd restarts); answers what was delivered once `atLeast` events were, and 200 ms later, so a late duplicate would show. */
+  const afterRestart = async (atLeast: number): Promise<string[]> => {
+    fake.state.streams[0].end();
+    await until(() => seen().length >= atLeast, `${atLeast} events after the restart`);
+    await new Promise((r) => setTimeout(r, 200));
+    return seen();
+  };
+  return { hub, sub, seen, afterRestart };
+}
+
 describe('event hub, first subscriber', () => {
   it('reports a container created while the first list was under way', async () => {
     const { state, api } = fakeDocker();
@@ -89,18 +116,14 @@ describe('event hub, first subscriber', () => {
 
 describe('event hub across a docker restart', () => {
   it('emits what changed while disconnected, before live events, without replayed duplicates', async () => {
-    const { state, api } = fakeDocker();
-    const deps = hubDeps(api);
-    state.list = [
+    const fake = fakeDocker();
+    const { state } = fake;
+    const { hub, sub, seen, afterRestart } = await subscribedHub(fake, [
       { Id: 'p1', State: 'running', Labels: podLabels },
       { Id: 'c1', State: 'running', Labels: ctrLabels },
       { Id: 'c2', State: 'running', Labels: ctrLabels },
-    ];
-    const hub = createEventHub(deps);
-    const sub = hub.subscribe();
-    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    ]);
     try {
-      await until(() => state.streams.length === 1, 'first subscription');
       state.now = BASE + 10 * SEC;
       emit(state.streams[0], 'c2', 'die', BASE + 5 * SEC, ctrLabels);
       await until(() => seen().length === 1, 'the live event');
@@ -116,10 +139,7 @@ describe('event hub across a docker restart', () => {
         emit(s, 'p1', 'die', BASE + 15 * SEC, podLabels);
         emit(s, 'c3', 'create', BASE + 30 * SEC, ctrLabels);
       };
-      state.streams[0].end();
-      await until(() => seen().length >= 5, 'the synthesized and live events');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(seen()).toEqual([
+      expect(await afterRestart(5)).toEqual([
         'c2:CONTAINER_STOPPED_EVENT',
         'c1:CONTAINER_STOPPED_EVENT',
         'c1:CONTAINER_DELETED_EVENT',
@@ -133,14 +153,10 @@ describe('event hub across a docker restart', () => {
   });
 
   it('delivers, once and in order, the replayed events of a container that came and went while disconnected', async () => {
-    const { state, api } = fakeDocker();
-    const deps = hubDeps(api);
-    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
-    const hub = createEventHub(deps);
-    const sub = hub.subscribe();
-    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    const fake = fakeDocker();
+    const { state } = fake;
+    const { hub, afterRestart } = await subscribedHub(fake, [{ Id: 'p1', State: 'running', Labels: podLabels }]);
     try {
-      await until(() => state.streams.length === 1, 'first subscription');
       // dockerd restarts; before crishim lists it again, a container is made, run and removed by hand:
       // the list cannot show it, only the restarted engine's buffer can
       state.list = [{ Id: 'p1', State: 'exited', Labels: podLabels }];
@@ -150,10 +166,7 @@ describe('event hub across a docker restart', () => {
         for (const [i, action] of ['create', 'start', 'die', 'destroy'].entries())
           emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
       };
-      state.streams[0].end();
-      await until(() => seen().length >= 5, 'the synthesized and replayed events');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(seen()).toEqual([
+      expect(await afterRestart(5)).toEqual([
         'p1:CONTAINER_STOPPED_EVENT',
         'c4:CONTAINER_CREATED_EVENT',
         'c4:CONTAINER_STARTED_EVENT',
@@ -166,14 +179,10 @@ describe('event hub across a docker restart', () => {
   });
 
   it("delivers the DELETED of a container that came and went while disconnected, stamped during the reconnect's list", async () => {
-    const { state, api } = fakeDocker();
-    const deps = hubDeps(api);
-    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
-    const hub = createEventHub(deps);
-    const sub = hub.subscribe();
-    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    const fake = fakeDocker();
+    const { state, api } = fake;
+    const { hub, afterRestart } = await subscribedHub(fake, [{ Id: 'p1', State: 'running', Labels: podLabels }]);
     try {
-      await until(() => state.streams.length === 1, 'first subscription');
       // the reconnect reads the engine's clock before and after its list: 20 s and 20.005 s. c4 was
       // made and run while the stream was down and removed between the two readings, so the list
       // does not show it and its destroy is stamped after the first reading
@@ -185,10 +194,7 @@ describe('event hub across a docker restart', () => {
           emit(s, 'c4', action, BASE + 12 * SEC + i, ctrLabels);
         emit(s, 'c4', 'destroy', BASE + 20 * SEC + 2_000_000, ctrLabels);
       };
-      state.streams[0].end();
-      await until(() => seen().length >= 3, 'the replayed events');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(seen()).toEqual([
+      expect(await afterRestart(3)).toEqual([
         'c4:CONTAINER_CREATED_EVENT',
         'c4:CONTAINER_STARTED_EVENT',
         'c4:CONTAINER_STOPPED_EVENT',
@@ -200,7 +206,8 @@ describe('event hub across a docker restart', () => {
   });
 
   it('waits for Docker to be back before converting an event, rather than report no statuses', async () => {
-    const { state, api } = fakeDocker();
+    const fake = fakeDocker();
+    const { state, api } = fake;
     const c1 = {
       Id: 'c1',
       Name: '/k8s_app',
@@ -229,12 +236,8 @@ describe('event hub across a docker restart', () => {
       if (down) throw refused();
       return id === 'c1' ? (c1 as unknown as Awaited<ReturnType<typeof api.findContainer>>) : undefined;
     };
-    const deps = hubDeps(api);
-    state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
-    const hub = createEventHub(deps);
-    const sub = hub.subscribe();
+    const { hub, sub } = await subscribedHub(fake, [{ Id: 'c1', State: 'running', Labels: ctrLabels }]);
     try {
-      await until(() => state.streams.length === 1, 'first subscription');
       // the engine goes away with the die of c1 still to be converted, and comes back a little later
       down = true;
       emit(state.streams[0], 'c1', 'die', BASE + SEC, ctrLabels);
@@ -252,14 +255,10 @@ describe('event hub across a docker restart', () => {
   });
 
   it('does not report twice a change the reconnect list showed whose event dockerd stamped after the list', async () => {
-    const { state, api } = fakeDocker();
-    const deps = hubDeps(api);
-    state.list = [{ Id: 'p1', State: 'running', Labels: podLabels }];
-    const hub = createEventHub(deps);
-    const sub = hub.subscribe();
-    const seen = (): string[] => sub.queue.map((e) => `${e.container_id}:${e.container_event_type}`);
+    const fake = fakeDocker();
+    const { state } = fake;
+    const { hub, afterRestart } = await subscribedHub(fake, [{ Id: 'p1', State: 'running', Labels: podLabels }]);
     try {
-      await until(() => state.streams.length === 1, 'first subscription');
       // after the restart the list already shows c5 created by hand, but its create event carries a
       // stamp later than the engine time read after the list; then c5 is started for real
       state.list = [
@@ -271,10 +270,7 @@ describe('event hub across a docker restart', () => {
         emit(s, 'c5', 'create', BASE + 20 * SEC + 1000, ctrLabels);
         emit(s, 'c5', 'start', BASE + 21 * SEC, ctrLabels);
       };
-      state.streams[0].end();
-      await until(() => seen().length >= 2, 'the synthesized and live events');
-      await new Promise((r) => setTimeout(r, 200));
-      expect(seen()).toEqual(['c5:CONTAINER_CREATED_EVENT', 'c5:CONTAINER_STARTED_EVENT']);
+      expect(await afterRestart(2)).toEqual(['c5:CONTAINER_CREATED_EVENT', 'c5:CONTAINER_STARTED_EVENT']);
     } finally {
       hub.close();
     }
