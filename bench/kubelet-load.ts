@@ -26,7 +26,7 @@ import {
   type Resident,
 } from './measure';
 import type { ReplayFloor } from './replay-floor';
-import { relistInTurn } from './relist-client';
+import { dockerRelist, relistInTurn } from './relist-client';
 
 export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
@@ -225,14 +225,9 @@ export async function kubeletLoad(
     // let start-up work (first stats walks, CNI) finish before measuring
     await sleep(2000);
 
-    const sandboxLabel = { label: ['io.kubernetes.docker.type=podsandbox'] };
-    const containerLabel = { label: ['io.kubernetes.docker.type=container'] };
     const raw = await drive(
       {
-        relist: () =>
-          relistInTurn((method) =>
-            docker.listContainers({ all: true, filters: method === 'ListPodSandbox' ? sandboxLabel : containerLabel }),
-          ),
+        relist: () => dockerRelist(docker),
         status: () => docker.ping(),
         podSync: async (id) => {
           await docker.getContainer(id).inspect();

@@ -1,6 +1,6 @@
 /**
  * The PLEG relist (ListPodSandbox, then ListContainers) as the kubelet's client makes it, for the
- * relist latency the kubelet load reports.
+ * relist latency the kubelet load reports, and the same relist as raw Docker calls for the baselines.
  *
  * The kubelet's client is grpc-go: compiled, and it decodes an answer of 110 pods in a fraction
  * of a millisecond. grpc-js's client, which the bench uses for every other call, spends about a
@@ -10,6 +10,7 @@
  * count the entries. On this machine it read within 0.1-0.4 ms above a grpc-go client, on the
  * same servers (docs/benchmark-history.md, 2026-11-26).
  */
+import type Docker from 'dockerode';
 import * as http2 from 'http2';
 import * as net from 'net';
 import * as protobuf from 'protobufjs';
@@ -74,6 +75,19 @@ export async function relistInTurn<T>(
 ): Promise<[T, T]> {
   const sandboxes = await call('ListPodSandbox');
   return [sandboxes, await call('ListContainers')];
+}
+
+/**
+ * The same relist as raw Docker calls, the baseline of a runtime without a view of its own: one
+ * `docker ps` per CRI call, in the same turn, as cri-dockerd makes them.
+ */
+export function dockerRelist(docker: Pick<Docker, 'listContainers'>): Promise<unknown> {
+  return relistInTurn((method) =>
+    docker.listContainers({
+      all: true,
+      filters: { label: [`io.kubernetes.docker.type=${method === 'ListPodSandbox' ? 'podsandbox' : 'container'}`] },
+    }),
+  );
 }
 
 /** `unix:///path` (or a bare path) -> a client that reconnects when its connection is gone. */

@@ -10,7 +10,7 @@
 import { readFileSync } from 'fs';
 import type Docker from 'dockerode';
 import { cpuNs, pct, rssMiB } from './measure';
-import { relistInTurn } from './relist-client';
+import { dockerRelist, relistInTurn } from './relist-client';
 
 /** CPU time of a process's live threads in ms. */
 const cpuMs = (pid: number): number => cpuNs(pid) / 1e6;
@@ -53,14 +53,7 @@ export async function relistCost(
     for (let i = 0; i < sizes.pods; i++) pods.push(await t.runPod());
     const f = (n: number): string => `${n.toFixed(2)} ms`;
     const relist = (): Promise<unknown> => relistInTurn((method) => t.call(method, {}));
-    const raw = await measure(dockerd, sizes.calls, () =>
-      relistInTurn((method) =>
-        docker.listContainers({
-          all: true,
-          filters: { label: [`io.kubernetes.docker.type=${method === 'ListPodSandbox' ? 'podsandbox' : 'container'}`] },
-        }),
-      ),
-    );
+    const raw = await measure(dockerd, sizes.calls, () => dockerRelist(docker));
     const cri = await measure(t.pid, sizes.calls, relist);
     const tag = `relist at ${sizes.pods} pods, ${sizes.calls} calls in a row`;
     record(
