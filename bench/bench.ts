@@ -9,6 +9,7 @@
  *                                          --load-pods=N and --load-seconds=S size kubelet-load (a soak: S=1800;
  *                                          the raw-Docker baseline and the replaying floor keep their 60 s)
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
+ *   npm run bench -- --executable=dist-pkg/build/crishim   every section on the packaged single executable
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
  *
@@ -16,7 +17,7 @@
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
-import { promises as fsp, existsSync, readFileSync } from 'fs';
+import { promises as fsp, existsSync } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
@@ -35,6 +36,7 @@ import { stopPod } from './stop-pod';
 import { relistCost } from './relist-cost';
 import { cycles } from './cycles';
 import { dockerdPid, pct, processCpuMs, rssMiB } from './measure';
+import { daemonCommand, executableArg } from './daemon-command';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -46,6 +48,8 @@ const ONLY = process.argv
   .split(',');
 const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
 const COMPARE = parseCompare(process.argv);
+/** `--executable=PATH`: measure the packaged single executable instead of dist/main.js (daemon-command.ts). */
+const EXECUTABLE = executableArg(process.argv);
 const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = 'crishim-test/busybox:latest';
 const docker = new Docker();
@@ -114,13 +118,6 @@ interface DaemonOptions {
   engine?: string;
 }
 
-/** Node flags on a script's `#!/usr/bin/env -S node <flags>` line. */
-function shebangFlags(script: string): string[] {
-  const first = readFileSync(script, 'utf8').split('\n', 1)[0];
-  const m = /^#!\S*env -S node((?: --\S+)*)\s*$/.exec(first);
-  return m ? m[1].trim().split(/\s+/).filter(Boolean) : [];
-}
-
 /** The engine the bench measures: DOCKER_HOST's socket when it names one (a private dockerd), else the default. */
 function dockerSocket(): string {
   const host = process.env.DOCKER_HOST ?? '';
@@ -163,17 +160,16 @@ async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   await fsp.writeFile(path.join(confDir, '10-bench.conflist'), JSON.stringify(conf));
   const socket = path.join(dir, 'crishim.sock');
   const proxy = await dockerProxy(path.join(dir, 'docker-proxy.sock'), engine);
-  const main = path.join(REPO, 'dist', 'main.js');
   const memoryReport = path.join(dir, 'memory-report.json');
-  // run the daemon as its executable does: with the node flags of its #! line
+  const daemon = daemonCommand(REPO, EXECUTABLE, [
+    ...(opts.nodeFlags ?? []),
+    // e.g. CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
+    ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
+  ]);
   const proc = spawn(
-    process.execPath,
+    daemon.command,
     [
-      ...shebangFlags(main),
-      ...(opts.nodeFlags ?? []),
-      // e.g. CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
-      ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
-      main,
+      ...daemon.args,
       '--container-runtime-endpoint',
       `unix://${socket}`,
       '--root-directory',
@@ -187,7 +183,7 @@ async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
       '--log-format',
       'json',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CRISHIM_MEMORY_REPORT: memoryReport } },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...daemon.env, CRISHIM_MEMORY_REPORT: memoryReport } },
   );
   let log = '';
   proc.stderr?.on('data', (c: Buffer) => (log += c.toString()));
@@ -442,8 +438,9 @@ interface LogDaemon {
 async function startLogDaemon(): Promise<LogDaemon> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'crishim-bench-logs-'));
   const socket = path.join(dir, 'crishim.sock');
+  const daemon = daemonCommand(REPO, EXECUTABLE, []);
   const args = [
-    path.join(REPO, 'dist', 'main.js'),
+    ...daemon.args,
     '--container-runtime-endpoint',
     `unix://${socket}`,
     '--root-directory',
@@ -458,7 +455,7 @@ async function startLogDaemon(): Promise<LogDaemon> {
   const { runtime } = connectCri(`unix://${socket}`, REPO);
   const launch = async (): Promise<ChildProcess> => {
     await fsp.rm(socket, { force: true });
-    const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn(daemon.command, args, { stdio: ['ignore', 'ignore', 'pipe'], env: daemon.env });
     proc.stderr?.on('data', (c: Buffer) => {
       // a loss, or a copy through the logs API, would make the figures meaningless: show it
       if (/were lost|logs API/.test(c.toString())) process.stderr.write(c);
@@ -817,6 +814,7 @@ async function report(): Promise<void> {
   process.stdout.write(
     `crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${(await docker.version()).Version}, ${new Date().toISOString()}\n`,
   );
+  process.stdout.write(`crishim ran as ${daemonCommand(REPO, EXECUTABLE, []).label}\n`);
   process.stdout.write(
     [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n') + '\n',
   );

@@ -11,6 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import WebSocket from 'ws';
 import { BUSYBOX, call, REPO, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { unitEnvironment } from '../../bench/daemon-command';
 
 const hasDpkgDeb = spawnSync('dpkg-deb', ['--version']).status === 0;
 if (!hasDpkgDeb)
@@ -47,13 +48,6 @@ function notifyListener(sockPath: string): { proc: ChildProcess; messages: strin
     });
   });
   return { proc, messages, ready };
-}
-
-/** A unit's Environment= assignments: ours are written one unquoted KEY=VALUE per line. */
-function unitEnvironment(unit: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const m of unit.matchAll(/^Environment=([A-Za-z_][A-Za-z0-9_]*)=(\S*)$/gm)) env[m[1]] = m[2];
-  return env;
 }
 
 /** The threads of a running process. */
