@@ -23,6 +23,12 @@ await build({
   target: 'node20',
   format: 'cjs',
   legalComments: 'none',
+  // V8 keeps a script's source for as long as its functions may still be compiled, and the single
+  // executable's one script is every bundled module, run or not: without comments and whitespace it
+  // is 1.8 MB instead of 2.9, and the daemon ~5 MiB smaller under a kubelet's load. Identifiers stay,
+  // so stack traces still name crishim's functions.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   plugins: [
     {
