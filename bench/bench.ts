@@ -9,7 +9,8 @@
  *                                          --load-pods=N and --load-seconds=S size kubelet-load (a soak: S=1800;
  *                                          the raw-Docker baseline and the replaying floor keep their 60 s)
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
- *   npm run bench -- --executable=dist-pkg/build/crishim   every section on the packaged single executable
+ *   npm run bench -- --executable=DIR/usr/bin/crishim   every section on the single executable, as
+ *                            `dpkg-deb -x dist-pkg/crishim_*.deb DIR` installs it (README, "Benchmark")
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
  *
