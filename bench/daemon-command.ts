@@ -38,7 +38,8 @@ export function executableArg(argv: string[]): string | undefined {
 
 /**
  * The command for one daemon. `nodeFlags` (e.g. --expose-gc) go on node's command line, or for the
- * single executable, which takes no node flags as arguments, into NODE_OPTIONS after the unit's.
+ * single executable, which takes no node flags as arguments, into NODE_OPTIONS after the unit's
+ * (so flags NODE_OPTIONS refuses, such as --cpu-prof, stop the executable at its start).
  */
 export function daemonCommand(repo: string, executable: string | undefined, nodeFlags: string[]): DaemonCommand {
   if (executable === undefined) {
