@@ -3,8 +3,8 @@ import { Duplex } from 'stream';
 import { AuthorityRewriter } from './authority-fix';
 
 /**
- * How an accepted CRI connection reaches grpc-js. Most clients (grpc-go since
- * the kubelet's 1.26 fix, grpc-js) send a valid `:authority`, and they get the
+ * How an accepted CRI connection reaches grpc-js. Clients that send a valid
+ * `:authority` (kubelets whose CRI client sets `localhost`, grpc-js) get the
  * bare socket, so HTTP/2 reads and writes it natively and no byte crosses into
  * JavaScript (a stream in between cost about a quarter of a relist's CPU). Old
  * clients that send the socket path go behind the rewriting stream of

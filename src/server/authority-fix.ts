@@ -1,8 +1,9 @@
 import * as hpack from 'hpack.js';
 
 /**
- * Older gRPC clients (grpc-go before the kubelet's 1.26 fix, so crictl/critest
- * 1.26 and older kubelets) send the Unix socket path as HTTP/2 `:authority`.
+ * Older gRPC clients send the Unix socket path as HTTP/2 `:authority`: crictl and
+ * critest 1.26, and kubelets whose CRI client does not set `localhost` (kubernetes
+ * PR 123463, 2024; a 1.26 kubelet run against crishim sends the path).
  * Node's HTTP/2 stack (nghttp2) rejects such a header with PROTOCOL_ERROR before
  * grpc-js sees the call. This shim sits between the socket and grpc-js: it
  * re-encodes each request header block with `:authority: localhost` when the
