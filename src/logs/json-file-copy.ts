@@ -36,7 +36,10 @@ export interface JsonFileCopyOptions {
   idleMaxMs?: number;
   /**
    * Poll interval while idle when changes to the container's directory wake the loop: only the
-   * safety net, since Docker writes there (config.v2.json) when the container stops, too.
+   * safety net, since Docker writes there (config.v2.json) when the container stops, too, and an
+   * exited container's ContainerStatus drains its copy first. Each wake costs a read, a stat and a
+   * look at the process table: every 5 s at 110 idle containers that was 1.3 % of a core, more than
+   * the rest of a kubelet's polling (docs/benchmark-history.md, 2026-11-26, thirteenth session).
    */
   watchedIdleMs?: number;
   /** How often an idle copy asks Docker whether the container still runs (unwatched; watched, at every idle wake). */
@@ -60,7 +63,7 @@ export function startJsonFileCopy(o: JsonFileCopyOptions): JsonFileCopy {
   const idleMinMs = o.idleMinMs ?? 10;
   const pauseMaxMs = o.pauseMaxMs ?? 40;
   const idleMaxMs = o.idleMaxMs ?? 250;
-  const watchedIdleMs = o.watchedIdleMs ?? 5000;
+  const watchedIdleMs = o.watchedIdleMs ?? 60_000;
   const exitCheckMs = o.exitCheckMs ?? 1000;
   const saveEveryMs = o.saveEveryMs ?? 100;
   let stopped = false;
