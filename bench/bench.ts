@@ -27,6 +27,7 @@ import Docker from 'dockerode';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { PodLogDirs } from './pod-logs';
 import { startReplayFloor } from './replay-floor';
 import { churn, churnAcrossRestarts } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
@@ -209,7 +210,12 @@ function rpc<T>(d: Pick<Daemon, 'runtime'>, method: string, req: unknown): Promi
 }
 
 let podSeq = 0;
-function pod(hostNetwork: boolean, cgroupParent?: string): Record<string, unknown> {
+/** The kubelet's log directories for the pods runPodWithApp makes (every runtime under load logs as under a kubelet). */
+const podLogs = new PodLogDirs();
+function pod(
+  hostNetwork: boolean,
+  cgroupParent?: string,
+): { metadata: { name: string; namespace: string; uid: string; attempt: number } } & Record<string, unknown> {
   podSeq++;
   return {
     metadata: {
@@ -233,12 +239,20 @@ async function runPodWithApp(
   onSandbox: (id: string) => void = () => undefined,
   cgroupParent?: string,
 ): Promise<string> {
-  const config = pod(hostNetwork, cgroupParent);
+  const base = pod(hostNetwork, cgroupParent);
+  const logDir = podLogs.make(base.metadata, 'app');
+  const config = { ...base, log_directory: logDir };
   const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
+  podLogs.own(id, logDir);
   onSandbox(id);
   const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
     pod_sandbox_id: id,
-    config: { metadata: { name: 'app', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
+    config: {
+      metadata: { name: 'app', attempt: 0 },
+      image: { image: BUSYBOX },
+      command: ['sleep', '3600'],
+      log_path: 'app/0.log',
+    },
     sandbox_config: config,
   });
   await rpc(d, 'StartContainer', { container_id: c });
@@ -248,6 +262,7 @@ async function runPodWithApp(
 async function removePod(d: Pick<Daemon, 'runtime'>, id: string): Promise<void> {
   await rpc(d, 'StopPodSandbox', { pod_sandbox_id: id });
   await rpc(d, 'RemovePodSandbox', { pod_sandbox_id: id });
+  podLogs.remove(id);
 }
 
 async function overhead(d: Daemon): Promise<void> {
@@ -748,6 +763,7 @@ async function main(): Promise<void> {
   }
   // a daemon of its own, started with --expose-gc, so its figures do not depend on the sections before
   if (wanted('cycles')) await cyclesSection();
+  podLogs.removeAll();
   // --only without `logs` skips it: its full run holds the shared dockerd for minutes
   if (wanted('logs')) await logs();
   await report();
