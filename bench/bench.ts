@@ -839,6 +839,7 @@ async function report(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  podLogs.removeAll();
   process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });
