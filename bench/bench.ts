@@ -64,8 +64,8 @@ const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9 }
 const stopPods = PODS ?? (SMOKE ? 4 : 20);
 const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
 const loadSizes = SMOKE
-  ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000 }
-  : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000 };
+  ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000, logMonitorEveryMs: 2000 }
+  : { pods: 110, seconds: 60, statsEveryMs: 10_000, podSyncCycleMs: 60_000, logMonitorEveryMs: 10_000 };
 /** `--load-pods=20`: the kubelet load at another pod count; `--load-seconds=1800`: for longer (a soak). */
 const loadSizesNow = {
   ...loadSizes,

@@ -7,7 +7,11 @@
  *   runtime health         Status, every 5 s
  *   pod status sync        PodSandboxStatus + ListContainers(pod) + ContainerStatus, each pod once a minute, spread out
  *   stats                  ListContainerStats + ListPodSandboxStats + ImageFsInfo, every 10 s
- * The same-run baseline does the relist, health check and status sync with the
+ *   log monitor            ListContainers + ContainerStatus of each running container, one after
+ *                          the other, every 10 s: the kubelet's container log manager looking for
+ *                          logs to rotate (containerLogMonitorInterval, one worker by default)
+ *   version                Version, every second (a 1.32 kubelet's rate, measured)
+ * The same-run baseline does the relist, health check, status sync and log monitor with the
  * raw Docker calls a runtime without a view of its own would make (`docker ps`
  * twice a second, an inspect per status), so dockerd's share is comparable.
  */
@@ -53,6 +57,8 @@ export interface LoadSizes {
   statsEveryMs: number;
   /** How long it takes to sync every pod once (a minute in the kubelet). */
   podSyncCycleMs: number;
+  /** How often the log monitor asks for every running container's status (10 s in the kubelet). */
+  logMonitorEveryMs: number;
 }
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
@@ -71,6 +77,9 @@ export interface Calls {
   relistGrpcJs?(): Promise<unknown>;
   status(): Promise<unknown>;
   podSync(podId: string): Promise<unknown>;
+  /** The container log manager's round: every running container's status, one at a time. */
+  logMonitor(): Promise<unknown>;
+  version?(): Promise<unknown>;
   statsRound?(): Promise<unknown>;
 }
 
@@ -148,6 +157,8 @@ export async function drive(
       200,
     ),
     calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound), 600) : Promise.resolve(),
+    every(sizes.logMonitorEveryMs, async () => void (await calls.logMonitor()), 300),
+    calls.version ? every(1000, async () => void (await calls.version?.()), 700) : Promise.resolve(),
     pid ? every(1000, async () => void out.rss.push(rssMiB(pid)), 800) : Promise.resolve(),
   ]);
   const wall = now() - t0;
@@ -199,6 +210,15 @@ export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo' | 'relist'>)
       });
       await Promise.all(containers.map((c) => t.call('ContainerStatus', { container_id: c.id })));
     },
+    logMonitor: async () => {
+      const { containers } = await t.call<{ containers: Array<{ id: string; state: string | number }> }>(
+        'ListContainers',
+        {},
+      );
+      for (const c of containers)
+        if (c.state === 'CONTAINER_RUNNING' || c.state === 1) await t.call('ContainerStatus', { container_id: c.id });
+    },
+    version: () => t.call('Version', {}),
     statsRound: () =>
       Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
   };
@@ -236,6 +256,12 @@ export async function kubeletLoad(
             filters: { label: [`io.kubernetes.sandbox.id=${id}`] },
           });
           await Promise.all(members.map((m) => docker.getContainer(m.Id).inspect()));
+        },
+        logMonitor: async () => {
+          const running = await docker.listContainers({
+            filters: { status: ['running'], label: ['io.kubernetes.docker.type=container'] },
+          });
+          for (const c of running) await docker.getContainer(c.Id).inspect();
         },
       },
       pods,

@@ -51,7 +51,14 @@ async function record(endpoint: string, def: PackageDefinition, podId: string): 
     });
   };
   try {
-    for (const m of ['ListPodSandbox', 'ListContainers', 'Status', 'ListContainerStats', 'ListPodSandboxStats'])
+    for (const m of [
+      'ListPodSandbox',
+      'ListContainers',
+      'Status',
+      'Version',
+      'ListContainerStats',
+      'ListPodSandboxStats',
+    ])
       await ask('RuntimeService', m, {});
     await ask('ImageService', 'ImageFsInfo', {});
     await ask('RuntimeService', 'PodSandboxStatus', { pod_sandbox_id: podId });
