@@ -18,6 +18,7 @@ import { portForwardRpc } from './port-forward';
 import type { ExecDeps } from '../service-deps';
 import { imageHandlers } from './image-service';
 import { containerStatus } from './container-status';
+import { runningFactsCache } from '../container/running-facts';
 import { updateContainerResources } from './update-container-resources';
 import { checkpointContainer } from './checkpoint-container';
 import { checkpointPod } from './checkpoint-pod';
@@ -57,6 +58,7 @@ export function createDockerService(
   hugetlb: HugetlbCgroup,
 ): { runtime: RuntimeImpl; image: ImageImpl; events: EventHub } {
   const events = createEventHub(deps);
+  const running = runningFactsCache(hugetlb);
   const runtime: RuntimeImpl = {
     Version: version(deps),
     Status: status(deps),
@@ -66,12 +68,12 @@ export function createDockerService(
     PodSandboxStatus: podSandboxStatus(deps),
     ListPodSandbox: listPodSandbox(deps),
     CreateContainer: createContainer(deps),
-    StartContainer: startContainer(deps, logs, hugetlb),
+    StartContainer: startContainer(deps, logs, running.hugetlb),
     StopContainer: stopContainer(deps),
     RemoveContainer: removeContainer(deps, logs),
     ListContainers: listContainersRpc(deps),
-    ContainerStatus: containerStatus(deps, hugetlb, logs),
-    UpdateContainerResources: updateContainerResources(deps, hugetlb),
+    ContainerStatus: containerStatus(deps, running, logs),
+    UpdateContainerResources: updateContainerResources(deps, running.hugetlb),
     ReopenContainerLog: reopenContainerLog(deps, logs),
     ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
     ...statsHandlers(createStatsViews(deps)),
@@ -80,7 +82,7 @@ export function createDockerService(
     GetContainerEvents: getContainerEvents(events),
     UpdateRuntimeConfig: updateRuntimeConfig(deps),
     RuntimeConfig: runtimeConfig(deps),
-    UpdatePodSandboxResources: updatePodSandboxResources(deps, hugetlb),
+    UpdatePodSandboxResources: updatePodSandboxResources(deps, running.hugetlb),
     CheckpointContainer: checkpointContainer,
     CheckpointPod: checkpointPod,
     RestorePod: restorePod,

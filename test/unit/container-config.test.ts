@@ -21,6 +21,7 @@ import { startContainer } from '../../src/rpc/start-container';
 import type { LogManager } from '../../src/logs/log-manager';
 import { updateContainerResources } from '../../src/rpc/update-container-resources';
 import { hugetlbCgroup } from '../../src/cgroups/hugetlb';
+import { runningFactsCache } from '../../src/container/running-facts';
 import type { ServiceDeps } from '../../src/service-deps';
 import { capabilitiesInMask, computeCapabilityGrant } from '../../src/docker/capabilities';
 import type { Logger } from '../../src/logging/logger';
@@ -776,12 +777,12 @@ const noLogs = { follow: () => undefined } as unknown as LogManager;
 describe('hugepage limits through the RPCs', () => {
   it('StartContainer writes the limits recorded at create; ContainerStatus reports what the cgroup has', async () => {
     const h = await fakeV1(201, true);
-    const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
+    const facts = runningFactsCache(hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc }));
     const f = fakeDocker(201, { [HUGEPAGE_LIMITS_LABEL]: JSON.stringify(LIMITS) });
     const rec = recordingLog();
-    await startContainer(f.deps, noLogs, cg)({ container_id: CID }, ctxOf(rec.log));
+    await startContainer(f.deps, noLogs, facts.hugetlb)({ container_id: CID }, ctxOf(rec.log));
     expect(await fsp.readFile(path.join(h.dir, 'hugetlb.2MB.limit_in_bytes'), 'utf8')).toBe('4194304');
-    const st = await containerStatus(f.deps, cg)({ container_id: CID, verbose: false }, ctxOf(rec.log));
+    const st = await containerStatus(f.deps, facts)({ container_id: CID, verbose: false }, ctxOf(rec.log));
     expect(st.status?.resources?.linux?.hugepage_limits).toEqual([
       { page_size: '1GB', limit: '0' },
       { page_size: '2MB', limit: '4194304' },
@@ -802,13 +803,13 @@ describe('hugepage limits through the RPCs', () => {
 
   it('StartContainer goes on without a hugetlb controller; status reports none', async () => {
     const h = await fakeV1(203, false);
-    const cg = hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc });
+    const facts = runningFactsCache(hugetlbCgroup({ cgroupRoot: h.root, proc: h.proc }));
     const f = fakeDocker(203, { [HUGEPAGE_LIMITS_LABEL]: JSON.stringify(LIMITS) });
     const rec = recordingLog();
-    await startContainer(f.deps, noLogs, cg)({ container_id: CID }, ctxOf(rec.log));
+    await startContainer(f.deps, noLogs, facts.hugetlb)({ container_id: CID }, ctxOf(rec.log));
     expect(f.calls).toEqual(['start']);
     expect(rec.warnings).toHaveLength(1);
-    const st = await containerStatus(f.deps, cg)({ container_id: CID, verbose: false }, ctxOf(rec.log));
+    const st = await containerStatus(f.deps, facts)({ container_id: CID, verbose: false }, ctxOf(rec.log));
     expect(st.status?.resources?.linux?.hugepage_limits).toEqual([]);
   });
 
