@@ -36,30 +36,46 @@ export function requestFields(req: unknown): Record<string, string> {
   return out;
 }
 
+/**
+ * One call's context. Its abort signal, with the deadline timer and the cancel listener behind it,
+ * is made when a handler first asks for it: only handlers that wait on Docker or a process do,
+ * and the rest (every call the kubelet polls) would pay for the three on each call. A handler
+ * that never took the signal cannot be stopped by it either; grpc-js itself answers a call past
+ * its deadline with DEADLINE_EXCEEDED.
+ */
 function makeContext(
   method: string,
   call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
   logger: Logger,
   fields: Record<string, string>,
-): { ctx: CallContext; dispose: () => void } {
-  const ac = new AbortController();
-  const onCancel = (): void => ac.abort(cancelled(`${method} cancelled by the client`));
-  call.on('cancelled', onCancel);
+): { ctx: CallContext; abortReason: () => unknown; dispose: () => void } {
+  let ac: AbortController | undefined;
   let timer: NodeJS.Timeout | undefined;
-  const deadline = call.getDeadline();
-  // a grpc Deadline is absolute (Date or epoch ms); Infinity means none
-  const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
-  if (Number.isFinite(ms)) {
-    // setTimeout cannot wait longer than 2^31-1 ms
-    timer = setTimeout(
-      () => ac.abort(deadlineExceeded(`${method} deadline exceeded`)),
-      Math.min(Math.max(ms, 0), 2 ** 31 - 1),
-    );
-  }
+  let onCancel: (() => void) | undefined;
+  const signal = (): AbortSignal => {
+    if (ac) return ac.signal;
+    const c = (ac = new AbortController());
+    onCancel = (): void => c.abort(cancelled(`${method} cancelled by the client`));
+    if (call.cancelled) onCancel();
+    else call.on('cancelled', onCancel);
+    const deadline = call.getDeadline();
+    // a grpc Deadline is absolute (Date or epoch ms); Infinity means none
+    const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
+    if (Number.isFinite(ms) && !c.signal.aborted) {
+      // setTimeout cannot wait longer than 2^31-1 ms
+      timer = setTimeout(
+        () => c.abort(deadlineExceeded(`${method} deadline exceeded`)),
+        Math.min(Math.max(ms, 0), 2 ** 31 - 1),
+      );
+    }
+    return c.signal;
+  };
   // made on first use: most calls (every List the kubelet polls) never log anything of their own
   let log: Logger | undefined;
   const ctx: CallContext = {
-    signal: ac.signal,
+    get signal(): AbortSignal {
+      return signal();
+    },
     method,
     get log(): Logger {
       return (log ??= logger.child({ rpc: method, ...fields }));
@@ -74,11 +90,30 @@ function makeContext(
   };
   return {
     ctx,
+    abortReason: () => (ac?.signal.aborted ? ac.signal.reason : undefined),
     dispose: () => {
       if (timer) clearTimeout(timer);
-      call.removeListener('cancelled', onCancel);
+      if (onCancel) call.removeListener('cancelled', onCancel);
     },
   };
+}
+
+/** Whether `logger` writes `level`, asked again only when its level changes: winston's own check allocates on every call. */
+function levelCheck(logger: Logger, level: string): () => boolean {
+  let seenLevel: string | undefined;
+  let enabled = false;
+  return () => {
+    if (logger.level !== seenLevel) {
+      seenLevel = logger.level;
+      enabled = logger.isLevelEnabled(level);
+    }
+    return enabled;
+  };
+}
+
+/** A handler's error, or why its call was aborted when the error is only the abort's echo (not one of ours). */
+function reasonFor(e: unknown, aborted: unknown): unknown {
+  return aborted !== undefined && !(e instanceof DomainError) ? aborted : e;
 }
 
 /** Builds the grpc-js handler for one method: context, error mapping, one summary log line. */
@@ -90,12 +125,13 @@ export function wrapHandler(
 ): grpc.UntypedHandleCall {
   const logger = opts.logger;
   const level = READ_ONLY.test(method) ? 'debug' : 'info';
+  const levelEnabled = levelCheck(logger, level);
   const finish = (fields: Record<string, string>, started: bigint, err: DomainError | null): void => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const code = err ? grpcStatusOf(err.kind) : grpc.status.OK;
     const failed = err !== null && code !== grpc.status.NOT_FOUND && code !== grpc.status.UNIMPLEMENTED;
     // winston formats an entry before its transport drops it for its level: skip that work
-    if (failed || logger.isLevelEnabled(level)) {
+    if (failed || levelEnabled()) {
       const line = { rpc: method, code: grpc.status[code], ms: Math.round(seconds * 1000), ...fields };
       if (failed) logger.warn(`${method} failed: ${err.message}`, line);
       else logger.log(level, method, line);
@@ -121,7 +157,7 @@ export function wrapHandler(
     return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
       const started = process.hrtime.bigint();
       const fields = requestFields(call.request);
-      const { ctx, dispose } = makeContext(method, call, logger, fields);
+      const { ctx, abortReason, dispose } = makeContext(method, call, logger, fields);
       const send = (msg: unknown): Promise<void> =>
         new Promise((resolve, reject) => {
           if (ctx.signal.aborted) return reject(ctx.signal.reason);
@@ -135,7 +171,7 @@ export function wrapHandler(
           call.end();
         })
         .catch((e: unknown) => {
-          const err = fromDockerError(ctx.signal.aborted && !(e instanceof DomainError) ? ctx.signal.reason : e);
+          const err = fromDockerError(reasonFor(e, abortReason()));
           finish(fields, started, err);
           call.destroy(Object.assign(new Error(err.message), { code: grpcStatusOf(err.kind), details: err.message }));
         })
@@ -146,7 +182,7 @@ export function wrapHandler(
   return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
     const started = process.hrtime.bigint();
     const fields = requestFields(call.request);
-    const { ctx, dispose } = makeContext(method, call, logger, fields);
+    const { ctx, abortReason, dispose } = makeContext(method, call, logger, fields);
     let result: Promise<unknown>;
     try {
       result = run(call.request, ctx);
@@ -159,7 +195,7 @@ export function wrapHandler(
         cb(null, res);
       })
       .catch((e: unknown) => {
-        const err = fromDockerError(ctx.signal.aborted && !(e instanceof DomainError) ? ctx.signal.reason : e);
+        const err = fromDockerError(reasonFor(e, abortReason()));
         finish(fields, started, err);
         cb({ code: grpcStatusOf(err.kind), details: err.message });
       })
