@@ -3,6 +3,7 @@
 // malloc arena instead of four (docs/benchmark-history.md, ninth session); node reads it only at its start.
 // before anything allocates: the young generation's size (see the module)
 import './young-generation';
+import './optimize-for-size';
 import { CommanderError } from 'commander';
 import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';

@@ -1,0 +1,20 @@
+import { spawnSync } from 'child_process';
+import { optimizeForSize } from '../../src/optimize-for-size';
+
+describe('optimize for size', () => {
+  it('is set unless the operator named the flag in node’s own flags', () => {
+    const set: string[] = [];
+    expect(optimizeForSize([], (f) => set.push(f))).toBe(true);
+    expect(optimizeForSize(['--inspect=0'], (f) => set.push(f))).toBe(true);
+    expect(optimizeForSize(['--no-optimize-for-size'], (f) => set.push(f))).toBe(false);
+    expect(optimizeForSize(['--optimize_for_size'], (f) => set.push(f))).toBe(false);
+    expect(set).toEqual(['--optimize-for-size', '--optimize-for-size']);
+  });
+
+  it('node knows the flag when set after start (an unknown one is refused on stderr)', () => {
+    const stderrOf = (flag: string): string =>
+      spawnSync(process.execPath, ['-e', `require('v8').setFlagsFromString('${flag}')`], { encoding: 'utf8' }).stderr;
+    expect(stderrOf('--optimize-for-sizzle')).toMatch(/unrecognized flag/);
+    expect(stderrOf('--optimize-for-size')).toBe('');
+  });
+});
