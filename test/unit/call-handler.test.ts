@@ -1,9 +1,9 @@
 import { EventEmitter } from 'events';
-import { Writable } from 'stream';
 import * as grpc from '@grpc/grpc-js';
 import winston from 'winston';
 import { wrapHandler } from '../../src/server/call-handler';
 import type { CallContext, UnaryImpl } from '../../src/server/rpc';
+import { recordingLogger } from '../support/recording-logger';
 
 /** The part of a grpc-js unary call the handler touches. */
 class FakeCall extends EventEmitter {
@@ -21,19 +21,6 @@ class FakeCall extends EventEmitter {
     this.cancelled = true;
     this.emit('cancelled');
   }
-}
-
-/** A logger whose lines are kept, at `level`. */
-function recordingLogger(level: string): { logger: winston.Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    objectMode: true,
-    write(info: Record<string, unknown>, _enc, cb) {
-      lines.push(info);
-      cb();
-    },
-  });
-  return { logger: winston.createLogger({ level, transports: [new winston.transports.Stream({ stream })] }), lines };
 }
 
 type Answer = { err: Partial<grpc.StatusObject> | null; res: unknown };
@@ -139,7 +126,7 @@ describe('wrapHandler: the call context', () => {
   });
 
   it('logs a read-only call only at debug, following a level changed while running', async () => {
-    const { logger, lines } = recordingLogger('info');
+    const { logger, records: lines } = recordingLogger('info');
     // one handler for all three calls, as the server keeps it
     const handler = unary('ListContainers', async () => ({}), logger);
     await invoke(handler, new FakeCall({}));

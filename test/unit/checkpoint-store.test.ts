@@ -1,27 +1,11 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Writable } from 'stream';
 import winston from 'winston';
 import { createCheckpointStore, type CheckpointBody } from '../../src/checkpoint/store';
+import { recordingLogger } from '../support/recording-logger';
 
 const quiet = winston.createLogger({ silent: true });
-
-/** A logger whose records (message and fields) the test can read. */
-function recordingLogger(): { logger: winston.Logger; records: Array<Record<string, unknown>> } {
-  const records: Array<Record<string, unknown>> = [];
-  const stream = new Writable({
-    objectMode: true,
-    write(info: Record<string, unknown>, _enc, cb) {
-      records.push(info);
-      cb();
-    },
-  });
-  return {
-    logger: winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream })] }),
-    records,
-  };
-}
 
 const errnoError = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: simulated`), { code });
 const ID = 'a'.repeat(64);
