@@ -52,9 +52,12 @@ function makeContext(
   let ac: AbortController | undefined;
   let timer: NodeJS.Timeout | undefined;
   let onCancel: (() => void) | undefined;
+  let disposed = false;
   const signal = (): AbortSignal => {
     if (ac) return ac.signal;
     const c = (ac = new AbortController());
+    // asked for only after the call was answered: nothing left to cancel it, as before when dispose cleared it
+    if (disposed) return c.signal;
     onCancel = (): void => c.abort(cancelled(`${method} cancelled by the client`));
     if (call.cancelled) onCancel();
     else call.on('cancelled', onCancel);
@@ -92,6 +95,7 @@ function makeContext(
     ctx,
     abortReason: () => (ac?.signal.aborted ? ac.signal.reason : undefined),
     dispose: () => {
+      disposed = true;
       if (timer) clearTimeout(timer);
       if (onCancel) call.removeListener('cancelled', onCancel);
     },

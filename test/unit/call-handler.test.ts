@@ -68,6 +68,19 @@ describe('wrapHandler: the call context', () => {
     expect(call.listenerCount('cancelled')).toBe(0);
   });
 
+  it('a signal first asked for after the call was answered arms nothing', async () => {
+    const { logger } = recordingLogger('info');
+    const call = new FakeCall({}, Date.now() + 20);
+    const seen: CallContext[] = [];
+    await run('Version', async (_req, ctx) => (seen.push(ctx), {}), call, logger);
+    await new Promise((r) => setImmediate(r));
+    const late = seen[0].signal;
+    expect(call.listenerCount('cancelled')).toBe(0);
+    // past the deadline: no timer aborted it
+    await new Promise((r) => setTimeout(r, 40));
+    expect(late.aborted).toBe(false);
+  });
+
   it('a client that cancels aborts a handler that took the signal: CANCELLED, listener removed after', async () => {
     const { logger } = recordingLogger('info');
     const call = new FakeCall({ container_id: 'c1' });
