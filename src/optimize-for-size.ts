@@ -3,9 +3,9 @@ import { setFlagsFromString } from 'v8';
 /**
  * V8's `--optimize-for-size` trades some CPU for a smaller heap: its GCs start sooner and keep
  * less slack, and its compilers emit less code. Under a real 1.32 kubelet at 110 pods it took
- * crishim's RSS from 78.6 to 75.8 MiB (mean of the runs) and its CPU from 1.9 % to 2.4 % of a
- * core (docs/benchmark-history.md, the fourteenth session): still well under cri-dockerd's CPU,
- * and what brings the RSS under 80 MB. V8 reads the flag as it works, so set here, first thing,
+ * crishim's RSS from 78.6 to 76.2 MiB (means of three runs each) and its CPU from 1.9 % to 2.4 % of
+ * a core (docs/benchmark-history.md, the fourteenth session): still well under cri-dockerd's CPU,
+ * and what brings the RSS to the 80 MB target. V8 reads the flag as it works, so set here, first thing,
  * it holds however the daemon was started (`#!` line, `node dist/main.js`, the single
  * executable). An operator who names it in node's flags, either way, keeps that choice.
  * Answers whether it was set here.
