@@ -11,7 +11,7 @@
  *                          the other, every 10 s: the kubelet's container log manager looking for
  *                          logs to rotate (containerLogMonitorInterval, one worker by default)
  *   version                Version, every second (a 1.32 kubelet's rate, measured)
- * The same-run baseline does the relist, health check, status sync and log monitor with the
+ * The same-run baseline does the relist, health check, status sync, log monitor and version with the
  * raw Docker calls a runtime without a view of its own would make (`docker ps`
  * twice a second, an inspect per status), so dockerd's share is comparable.
  */
@@ -79,7 +79,7 @@ export interface Calls {
   podSync(podId: string): Promise<unknown>;
   /** The container log manager's round: every running container's status, one at a time. */
   logMonitor(): Promise<unknown>;
-  version?(): Promise<unknown>;
+  version(): Promise<unknown>;
   statsRound?(): Promise<unknown>;
 }
 
@@ -123,7 +123,14 @@ export async function drive(
     out.errors++;
     out.firstError ||= (err as Error).message;
   };
-  await Promise.all([calls.relist(), calls.relistGrpcJs?.(), calls.status(), calls.statsRound?.()]).catch(failed);
+  await Promise.all([
+    calls.relist(),
+    calls.relistGrpcJs?.(),
+    calls.status(),
+    calls.version(),
+    calls.statsRound?.(),
+    calls.logMonitor(),
+  ]).catch(failed);
   await mapLimit(pods.length, 4, (i) => calls.podSync(pods[i]).catch(failed));
   const t0 = now();
   const end = t0 + sizes.seconds * 1000;
@@ -158,7 +165,7 @@ export async function drive(
     ),
     calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound), 600) : Promise.resolve(),
     every(sizes.logMonitorEveryMs, async () => void (await calls.logMonitor()), 300),
-    calls.version ? every(1000, async () => void (await calls.version?.()), 700) : Promise.resolve(),
+    every(1000, async () => void (await calls.version()), 700),
     pid ? every(1000, async () => void out.rss.push(rssMiB(pid)), 800) : Promise.resolve(),
   ]);
   const wall = now() - t0;
@@ -257,6 +264,7 @@ export async function kubeletLoad(
           });
           await Promise.all(members.map((m) => docker.getContainer(m.Id).inspect()));
         },
+        version: () => docker.version(),
         logMonitor: async () => {
           const running = await docker.listContainers({
             filters: { status: ['running'], label: ['io.kubernetes.docker.type=container'] },
