@@ -102,19 +102,6 @@ function makeContext(
   };
 }
 
-/** Whether `logger` writes `level`, asked again only when its level changes: winston's own check allocates on every call. */
-function levelCheck(logger: Logger, level: string): () => boolean {
-  let seenLevel: string | undefined;
-  let enabled = false;
-  return () => {
-    if (logger.level !== seenLevel) {
-      seenLevel = logger.level;
-      enabled = logger.isLevelEnabled(level);
-    }
-    return enabled;
-  };
-}
-
 /** A handler's error, or why its call was aborted when the error is only the abort's echo (not one of ours). */
 function reasonFor(e: unknown, aborted: unknown): unknown {
   return aborted !== undefined && !(e instanceof DomainError) ? aborted : e;
@@ -129,13 +116,12 @@ export function wrapHandler(
 ): grpc.UntypedHandleCall {
   const logger = opts.logger;
   const level = READ_ONLY.test(method) ? 'debug' : 'info';
-  const levelEnabled = levelCheck(logger, level);
   const finish = (fields: Record<string, string>, started: bigint, err: DomainError | null): void => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const code = err ? grpcStatusOf(err.kind) : grpc.status.OK;
     const failed = err !== null && code !== grpc.status.NOT_FOUND && code !== grpc.status.UNIMPLEMENTED;
     // winston formats an entry before its transport drops it for its level: skip that work
-    if (failed || levelEnabled()) {
+    if (failed || logger.isLevelEnabled(level)) {
       const line = { rpc: method, code: grpc.status[code], ms: Math.round(seconds * 1000), ...fields };
       if (failed) logger.warn(`${method} failed: ${err.message}`, line);
       else logger.log(level, method, line);

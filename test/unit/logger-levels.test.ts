@@ -1,3 +1,4 @@
+import winston from 'winston';
 import { createLogger } from '../../src/logging/logger';
 
 describe('disabled log levels', () => {
@@ -22,5 +23,29 @@ describe('disabled log levels', () => {
     logger.level = 'debug';
     logger.debug('on');
     expect(write).toHaveBeenCalledTimes(1);
+  });
+
+  it('answers isLevelEnabled from the configured level, asking winston once per level and value', () => {
+    const winstons = jest.spyOn(winston.Logger.prototype, 'isLevelEnabled');
+    try {
+      const logger = createLogger('info', 'json');
+      const child = logger.child({ podSandboxId: 'p' });
+      expect([logger.isLevelEnabled('debug'), child.isLevelEnabled('debug'), logger.isLevelEnabled('debug')]).toEqual([
+        false,
+        false,
+        false,
+      ]);
+      expect(logger.isLevelEnabled('warn')).toBe(true);
+      expect(winstons).toHaveBeenCalledTimes(2);
+      logger.level = 'debug';
+      expect([logger.isLevelEnabled('debug'), child.isLevelEnabled('debug')]).toEqual([true, true]);
+      logger.level = 'error';
+      expect(child.isLevelEnabled('warn')).toBe(false);
+      logger.level = 'debug';
+      expect(logger.isLevelEnabled('debug')).toBe(true);
+      expect(winstons).toHaveBeenCalledTimes(4);
+    } finally {
+      winstons.mockRestore();
+    }
   });
 });
