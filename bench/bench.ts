@@ -27,6 +27,7 @@ import Docker from 'dockerode';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
 import { kubeletLoad } from './kubelet-load';
+import { PodCgroups } from './pod-cgroups';
 import { PodLogDirs } from './pod-logs';
 import { startReplayFloor } from './replay-floor';
 import { churn, churnAcrossRestarts } from './churn';
@@ -689,7 +690,12 @@ async function logs(): Promise<void> {
 }
 
 /** A `--compare` runtime as a load target: the same pods as crishim's, made through its own CRI. */
-async function compareTarget(c: CriClient, name: string, pid: number): Promise<CompareTarget> {
+async function compareTarget(
+  c: CriClient,
+  name: string,
+  pid: number,
+  parent: () => string | undefined,
+): Promise<CompareTarget> {
   const { runtime_name: runtimeName } = await rpc<{ runtime_name: string }>(c, 'Version', {});
   return {
     name,
@@ -698,7 +704,7 @@ async function compareTarget(c: CriClient, name: string, pid: number): Promise<C
     call: (method, req) => rpc(c, method, req),
     relist: () => c.relist.relist(),
     imageFsInfo: () => criCall(c.image, 'ImageFsInfo', {}),
-    runPod: () => runPodWithApp(c, false),
+    runPod: () => runPodWithApp(c, false, undefined, parent()),
     removePod: (id) => removePod(c, id),
   };
 }
@@ -709,8 +715,15 @@ async function main(): Promise<void> {
     await logs();
     return report();
   }
+  // a pod cgroup of the kubelet's shape is a path only under the cgroupfs driver
+  const cgroupfs = (await docker.info()).CgroupDriver === 'cgroupfs';
+  // the kubelet load's pods, crishim's and every compared runtime's, each in a cgroup of its own
+  const loadCgroups = cgroupfs ? new PodCgroups('kubelet-load') : undefined;
+  const loadParent = (): string | undefined => loadCgroups?.next();
   const clients = COMPARE.map((c) => connectCri(c.endpoint, REPO));
-  const others = await Promise.all(COMPARE.map((c, i) => compareTarget(clients[i], c.name, resolvePid(c.pid))));
+  const others = await Promise.all(
+    COMPARE.map((c, i) => compareTarget(clients[i], c.name, resolvePid(c.pid), loadParent)),
+  );
   const d = await startDaemon();
   try {
     if (wanted('overhead')) await overhead(d);
@@ -734,6 +747,7 @@ async function main(): Promise<void> {
       (await kubeletLoad(
         {
           ...target,
+          runPod: () => runPodWithApp(d, false, undefined, loadParent()),
           imageFsInfo: () =>
             new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
           replayFloor: (podId) => startReplayFloor(d.endpoint, REPO, podId),
@@ -751,8 +765,6 @@ async function main(): Promise<void> {
     if (wanted('churn-restart'))
       await churnAcrossRestarts((engine) => startDaemon({ engine }), docker, BUSYBOX, SMOKE ? 1 : 50, record);
     if (wanted('stats-cost')) {
-      // a pod cgroup of the kubelet's shape is a path only under the cgroupfs driver
-      const cgroupfs = (await docker.info()).CgroupDriver === 'cgroupfs';
       const runPodIn = (parent: string): Promise<string> => runPodWithApp(d, false, undefined, parent);
       await statsCost({ ...target, runPodIn: cgroupfs ? runPodIn : undefined }, statsCostSizes, record);
     }
@@ -760,6 +772,7 @@ async function main(): Promise<void> {
   } finally {
     for (const c of clients) c.close();
     await stopDaemon(d);
+    await loadCgroups?.removeAll();
   }
   // a daemon of its own, started with --expose-gc, so its figures do not depend on the sections before
   if (wanted('cycles')) await cyclesSection();

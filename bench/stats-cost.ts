@@ -9,9 +9,8 @@
  * the sum of their containers), then each pod in a cgroup of its own, as the kubelet makes
  * them (`linux.cgroup_parent`; read as the pod cgroup).
  */
-import { promises as fsp } from 'fs';
-import * as path from 'path';
 import { cpuNs, pct } from './measure';
+import { PodCgroups } from './pod-cgroups';
 
 export interface StatsCostTarget {
   pid: number;
@@ -47,27 +46,12 @@ export async function statsCost(
   await costAt(t, sizes, record, '', () => t.runPod());
   const runPodIn = t.runPodIn;
   if (!runPodIn) return;
-  // nested, as the kubelet's kubepods/<qos>/pod<uid>
-  const root = `/crishim-bench-${process.pid}`;
-  let n = 0;
-  const parents: string[] = [];
+  const cgroups = new PodCgroups('stats-cost');
   try {
-    await costAt(t, sizes, record, ', a cgroup each', () => {
-      const parent = `${root}/pod${n++}`;
-      parents.push(parent);
-      return runPodIn(parent);
-    });
+    await costAt(t, sizes, record, ', a cgroup each', () => runPodIn(cgroups.next()));
   } finally {
-    await removeCgroups([...parents, root]);
+    await cgroups.removeAll();
   }
-}
-
-/** Removes cgroup directories Docker made for the pods' parents (empty once their pods are gone), in every hierarchy. */
-async function removeCgroups(dirs: string[]): Promise<void> {
-  const hierarchies = await fsp.readdir('/sys/fs/cgroup').catch(() => [] as string[]);
-  for (const dir of dirs)
-    for (const h of ['', ...hierarchies])
-      await fsp.rmdir(path.posix.join('/sys/fs/cgroup', h, dir)).catch(() => undefined);
 }
 
 async function costAt(
