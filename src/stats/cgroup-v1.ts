@@ -30,10 +30,14 @@ const [INACTIVE_FILE, RSS, PGFAULT, PGMAJFAULT] = [0, 2, 4, 6];
 const statValues: Array<number | undefined> = new Array<number | undefined>(STAT_KEYS.length);
 const pick = (at: number): number | undefined => statValues[at] ?? statValues[at + 1];
 
+/** Tasks in the cgroup and all below it: pids.current counts them (undefined without the pids controller). */
+export function readV1TreePids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
+  return readNumber(v1Files(cg, root).pids);
+}
+
 /** Tasks in the cgroup: pids.current, else the processes of cgroup.procs. */
 export function readV1Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
-  const f = v1Files(cg, root);
-  return readNumber(f.pids) ?? countLines(f.procs);
+  return readV1TreePids(cg, root) ?? countLines(v1Files(cg, root).procs);
 }
 
 export function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: UsageWanted = {}): CgroupUsage {

@@ -16,9 +16,13 @@ const v2Files = filesPerCgroup({
   procs: ['', 'cgroup.procs'],
 });
 
+/** Tasks in the cgroup and all below it: pids.current counts them (undefined without the pids controller). */
+export function readV2TreePids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
+  return readNumber(v2Files(cg, root).pids);
+}
+
 export function readV2Pids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
-  const f = v2Files(cg, root);
-  return readNumber(f.pids) ?? countLines(f.procs);
+  return readV2TreePids(cg, root) ?? countLines(v2Files(cg, root).procs);
 }
 
 const CPU_KEYS = [statKey('usage_usec ')];

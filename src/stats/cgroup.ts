@@ -1,6 +1,6 @@
 import { DEFAULT_CGROUP_ROOT, readProcCgroup, type CgroupPaths } from './cgroup-path';
-import { readV1Pids, readV1Usage } from './cgroup-v1';
-import { readV2Pids, readV2Usage } from './cgroup-v2';
+import { readV1Pids, readV1TreePids, readV1Usage } from './cgroup-v1';
+import { readV2Pids, readV2TreePids, readV2Usage } from './cgroup-v2';
 import type { CgroupUsage, UsageWanted } from './usage';
 
 /**
@@ -15,6 +15,14 @@ export function readCgroupUsage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, wan
 /** The tasks in a cgroup (what a reading made with `pids: false` left out). */
 export function readCgroupPids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
   return cg.version === 2 ? readV2Pids(cg, root) : readV1Pids(cg, root);
+}
+
+/**
+ * The tasks in a cgroup and every cgroup under it, from pids.current alone (a pod cgroup's whole
+ * pod in one read); undefined without the pids controller, as cgroup.procs lists only its own.
+ */
+export function readCgroupTreePids(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT): number | undefined {
+  return cg.version === 2 ? readV2TreePids(cg, root) : readV1TreePids(cg, root);
 }
 
 export async function cgroupOfPid(pid: number): Promise<CgroupPaths | undefined> {

@@ -1,5 +1,5 @@
 import { childCgroups, keyPath, parentCgroup, type CgroupPaths } from './cgroup-path';
-import { readCgroupPids, readCgroupUsage } from './cgroup';
+import { readCgroupPids, readCgroupTreePids, readCgroupUsage } from './cgroup';
 import { cgroupUnderParent } from './facts';
 import { readNetDev } from './netdev';
 import { rateNow, type RateTracker } from './rate';
@@ -86,9 +86,14 @@ export function findPodCgroup(
   return own ? parent : undefined;
 }
 
-/** A pause container's own usage, read now (its sample holds its process count only). */
-function pauseUsage(src: PodSources, pause: Sample, cg: CgroupPaths): CgroupUsage {
-  return { ...readCgroupUsage(cg, src.cgroupRoot, { limit: false, pids: false }), pids: pause.usage.pids };
+/** The pod's process count as the sum of its pause's and members' (a sample read without one is read now). */
+function leafPids(src: PodSources, all: readonly Sample[]): number | undefined {
+  let pids: number | undefined;
+  for (const s of all) {
+    const n = s.usage.pids ?? (s.facts?.cgroup ? readCgroupPids(s.facts.cgroup, src.cgroupRoot) : undefined);
+    if (n !== undefined) pids = (pids ?? 0) + n;
+  }
+  return pids;
 }
 
 export interface PodSources {
@@ -116,14 +121,10 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   const netPid = netnsPid(sandbox, pause);
   const network = netPid > 0 ? readNetDev(netPid, src.procRoot) : undefined;
   const all = [pause, ...members];
-  // a container read for ListContainerStats has no process count: read it now
-  let pids: number | undefined;
-  for (const s of all) {
-    const n = s.usage.pids ?? (s.facts?.cgroup ? readCgroupPids(s.facts.cgroup, src.cgroupRoot) : undefined);
-    if (n !== undefined) pids = (pids ?? 0) + n;
-  }
   if (cg) {
-    // process counts are read from the leaves: a parent's cgroup.procs lists none of its children's
+    // pids.current counts the whole pod in one read; only without the pids controller are the
+    // leaves summed (a parent's cgroup.procs lists none of its children's)
+    const pids = readCgroupTreePids(cg, src.cgroupRoot) ?? leafPids(src, all);
     const usage = { ...readCgroupUsage(cg, src.cgroupRoot, { pids: false }), pids };
     const nanoCores = rateNow(src.rates, `pod:${sandbox.id}`, usage.cpuUsageNanos);
     return { timestamp, usage, nanoCores, source: 'pod-cgroup', network };
@@ -131,15 +132,16 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   let nanoCores: number | undefined;
   for (const s of all) if (s.nanoCores !== undefined) nanoCores = (nanoCores ?? 0) + s.nanoCores;
   const usages = all.map((s) => s.usage);
-  // a pause under a cgroup parent was read for its process count alone (sampler.ts): that parent
-  // is not the pod's own after all, so the pause's usage is part of the sum
+  // a pause under a cgroup parent was left for its pod to read (sampler.ts): that parent is not
+  // the pod's own after all, so the pause's usage is part of the sum
   const pauseCgroup = cgroupUnderParent(pause.facts);
   if (pauseCgroup) {
-    usages[0] = pauseUsage(src, pause, pauseCgroup);
+    usages[0] = readCgroupUsage(pauseCgroup, src.cgroupRoot, { limit: false, pids: false });
     const rate = rateNow(src.rates, pause.id, usages[0].cpuUsageNanos);
     if (rate !== undefined) nanoCores = (nanoCores ?? 0) + rate;
   }
   const summed = sumUsage(usages);
-  summed.pids = pids;
+  // a container read for ListContainerStats has no process count, nor a pause under a parent: read now
+  summed.pids = leafPids(src, all);
   return { timestamp, usage: summed, nanoCores, source: 'sum', network };
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '../logging/logger';
-import { readCgroupPids, readCgroupUsage } from './cgroup';
+import { readCgroupUsage } from './cgroup';
 import { cgroupUnderParent, MISS, type FactsCache } from './facts';
 import { rateNow, type RateTracker } from './rate';
 import { wallNanos, type ContainerFacts, type Sample, type Target, type TargetKind } from './sample';
@@ -26,9 +26,9 @@ const WANTED: Record<TargetKind, UsageWanted> = { container: { pids: false }, sa
 export function sampleWith(src: SampleSources, t: Target, kind: TargetKind, f: ContainerFacts | undefined): Sample {
   const timestamp = wallNanos();
   let usage: CgroupUsage = {};
-  const pidsOnly = kind === 'sandbox' ? cgroupUnderParent(f) : undefined;
-  if (pidsOnly) usage = { pids: readCgroupPids(pidsOnly, src.cgroupRoot) };
-  else if (f?.cgroup) usage = readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]);
+  // a pause under a cgroup parent is read by its pod, from the pod cgroup or its own (pod-usage.ts)
+  const readByPod = kind === 'sandbox' && cgroupUnderParent(f) !== undefined;
+  if (!readByPod && f?.cgroup) usage = readCgroupUsage(f.cgroup, src.cgroupRoot, WANTED[kind]);
   const nanoCores = rateNow(src.rates, t.id, usage.cpuUsageNanos);
   let writable: Sample['writable'];
   // a pause container writes nothing worth a walk

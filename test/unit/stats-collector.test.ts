@@ -179,7 +179,8 @@ describe('stats collector', () => {
 
   it('a pod with its own cgroup parent reads the pod cgroup; network from the pause pid', async () => {
     await tree(cgRoot, {
-      ...v1('/pod1', 9_000, 50_000, { limit: 100_000, pids: 99 }),
+      // pids.current counts every task at or under a cgroup: here one more than its leaves hold
+      ...v1('/pod1', 9_000, 50_000, { limit: 100_000, pids: 5 }),
       ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
       ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
     });
@@ -200,13 +201,32 @@ describe('stats collector', () => {
     expect(pod.source).toBe('pod-cgroup');
     expect(pod.usage.memoryUsage).toBe(50_000);
     expect(pod.usage.memoryLimit).toBe(100_000);
-    expect(pod.usage.pids).toBe(4); // from the leaves
+    expect(pod.usage.pids).toBe(5); // the pod cgroup's, in one read
     expect(pod.network).toEqual([{ name: 'eth0', rxBytes: 5000, rxErrors: 1, txBytes: 3000, txErrors: 0 }]);
     const stats = toPodStats(
       { sb: { id: SB, metadata: { name: 'p', namespace: 'ns' } }, pod, members: [] } as PodView,
       '/var/lib/docker',
     );
     expect(stats.linux?.memory?.available_bytes?.value).toBe(100_000 - (50_000 - 100));
+  });
+
+  it("a pod cgroup without the pids controller: its process count is its pause's and members' summed", async () => {
+    await tree(cgRoot, {
+      ...v1('/pod1', 9_000, 50_000),
+      ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
+      ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
+    });
+    await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '101/cgroup': procCgroup(`/pod1/${C1}`) });
+    const { docker } = fakeDocker(
+      new Map([
+        [SB, { pid: 100, cgroupParent: '/pod1' }],
+        [C1, { pid: 101, cgroupParent: '/pod1' }],
+      ]),
+    );
+    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const pod = await col.pod({ id: SB, running: true }, await col.containers([{ id: C1, running: true }]));
+    expect(pod.source).toBe('pod-cgroup');
+    expect(pod.usage.pids).toBe(4);
   });
 
   it('a pod whose cgroup parent it shares with another is the sum, its pause read in full after all', async () => {
