@@ -105,6 +105,26 @@ async function podBesideAnother(
   return createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
 }
 
+/** A pod (SB, pid 100) and its container (C1, pid 101) under a cgroup parent of their own, /pod1, with `pod` as its files. */
+async function podInOwnCgroup(
+  pod: { limit?: number; pids?: number },
+  procFiles: Record<string, string> = {},
+): Promise<ReturnType<typeof createStatsCollector>> {
+  await tree(cgRoot, {
+    ...v1('/pod1', 9_000, 50_000, pod),
+    ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
+    ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
+  });
+  await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '101/cgroup': procCgroup(`/pod1/${C1}`), ...procFiles });
+  const { docker } = fakeDocker(
+    new Map([
+      [SB, { pid: 100, cgroupParent: '/pod1' }],
+      [C1, { pid: 101, cgroupParent: '/pod1' }],
+    ]),
+  );
+  return createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+}
+
 describe('stats collector', () => {
   it('inspects each container once, then reads only files; rates from the second reading on', async () => {
     await tree(cgRoot, { ...v1(`/docker/${C1}`, 1_000_000, 1000, { pids: 2 }), ...v1(`/docker/${C2}`, 0, 2000) });
@@ -178,24 +198,8 @@ describe('stats collector', () => {
   });
 
   it('a pod with its own cgroup parent reads the pod cgroup; network from the pause pid', async () => {
-    await tree(cgRoot, {
-      // pids.current counts every task at or under a cgroup: here one more than its leaves hold
-      ...v1('/pod1', 9_000, 50_000, { limit: 100_000, pids: 5 }),
-      ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
-      ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
-    });
-    await tree(proc, {
-      '100/cgroup': procCgroup(`/pod1/${SB}`),
-      '100/net/dev': NETDEV,
-      '101/cgroup': procCgroup(`/pod1/${C1}`),
-    });
-    const { docker } = fakeDocker(
-      new Map([
-        [SB, { pid: 100, cgroupParent: '/pod1' }],
-        [C1, { pid: 101, cgroupParent: '/pod1' }],
-      ]),
-    );
-    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    // pids.current counts every task at or under a cgroup: here one more than its leaves hold
+    const col = await podInOwnCgroup({ limit: 100_000, pids: 5 }, { '100/net/dev': NETDEV });
     const members = await col.containers([{ id: C1, running: true }]);
     const pod = await col.pod({ id: SB, running: true }, members);
     expect(pod.source).toBe('pod-cgroup');
@@ -211,19 +215,7 @@ describe('stats collector', () => {
   });
 
   it("a pod cgroup without the pids controller: its process count is its pause's and members' summed", async () => {
-    await tree(cgRoot, {
-      ...v1('/pod1', 9_000, 50_000),
-      ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
-      ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
-    });
-    await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '101/cgroup': procCgroup(`/pod1/${C1}`) });
-    const { docker } = fakeDocker(
-      new Map([
-        [SB, { pid: 100, cgroupParent: '/pod1' }],
-        [C1, { pid: 101, cgroupParent: '/pod1' }],
-      ]),
-    );
-    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const col = await podInOwnCgroup({});
     const pod = await col.pod({ id: SB, running: true }, await col.containers([{ id: C1, running: true }]));
     expect(pod.source).toBe('pod-cgroup');
     expect(pod.usage.pids).toBe(4);
@@ -265,19 +257,7 @@ describe('stats collector', () => {
   });
 
   it('closes the cgroup files it keeps open once their container stops or goes, its pod cgroup with the pause', async () => {
-    await tree(cgRoot, {
-      ...v1('/pod1', 9_000, 50_000, { pids: 99 }),
-      ...v1(`/pod1/${SB}`, 1_000, 10_000, { pids: 1 }),
-      ...v1(`/pod1/${C1}`, 8_000, 40_000, { pids: 3 }),
-    });
-    await tree(proc, { '100/cgroup': procCgroup(`/pod1/${SB}`), '101/cgroup': procCgroup(`/pod1/${C1}`) });
-    const { docker } = fakeDocker(
-      new Map([
-        [SB, { pid: 100, cgroupParent: '/pod1' }],
-        [C1, { pid: 101, cgroupParent: '/pod1' }],
-      ]),
-    );
-    const col = createStatsCollector(docker, logger, { cgroupRoot: cgRoot, procRoot: proc, settleMs: 0 });
+    const col = await podInOwnCgroup({ pids: 99 });
     const appStat = path.join(cgRoot, 'memory', 'pod1', C1, 'memory.stat');
     const appCpu = path.join(cgRoot, 'cpuacct', 'pod1', C1, 'cpuacct.usage');
     const podStat = path.join(cgRoot, 'memory', 'pod1', 'memory.stat');
