@@ -20,6 +20,41 @@ export function cpuNs(pid: number): number {
   return sum;
 }
 
+/** CPU time of a process's main thread in ns (its task has the process's id): the event loop alone, without V8's and libuv's helper threads. */
+export function mainThreadCpuNs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
+}
+
+/** CPU ms of each of a series of calls: the whole process's, and its main thread's. */
+export interface CallCpu {
+  all: number[];
+  main: number[];
+}
+
+/**
+ * `n` calls made one at a time, `gapMs` apart, with the CPU each took. Both counts, because they
+ * answer different questions: the main thread is the call's own work (reads, conversion,
+ * encoding); the whole process adds what V8's helper thread did meanwhile (concurrent marking,
+ * compiles), which after a busy spell is mostly catching up on that spell, not on the call.
+ */
+export async function spacedCallCpu(
+  pid: number,
+  call: () => Promise<unknown>,
+  n: number,
+  gapMs: number,
+): Promise<CallCpu> {
+  const out: CallCpu = { all: [], main: [] };
+  for (let i = 0; i < n; i++) {
+    await new Promise((r) => setTimeout(r, gapMs));
+    const all0 = cpuNs(pid);
+    const main0 = mainThreadCpuNs(pid);
+    await call();
+    out.main.push((mainThreadCpuNs(pid) - main0) / 1e6);
+    out.all.push((cpuNs(pid) - all0) / 1e6);
+  }
+  return out;
+}
+
 /** utime + stime of a process in ms, all its threads, dead ones included (/proc/<pid>/stat, 10 ms ticks): for CPU over a whole phase. */
 export function processCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

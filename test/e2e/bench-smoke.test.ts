@@ -30,6 +30,20 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
     /kubelet load, 3 pods, 5 s: relist p50 \/ p99 through grpc-js's client \(every field decoded\) +\| [\d.]+ ms \/ [\d.]+ ms/,
   );
   expect(out).toMatch(/kubelet load, 3 pods, 5 s: stats round p50 \/ p99 \(3 calls\) +\| [\d.]+ ms \/ [\d.]+ ms/);
+  // a call's main-thread CPU is part of the whole process's: the two counts come from one window
+  const perCall =
+    /kubelet load, 3 pods, 5 s: CPU per ListContainerStats \/ ListPodSandboxStats, p50 of 5 \(main thread\) +\| ([\d.]+) ms \/ ([\d.]+) ms \(([\d.]+) ms \/ ([\d.]+) ms\)/.exec(
+      out,
+    );
+  expect(perCall).not.toBeNull();
+  expect(Number(perCall?.[3])).toBeLessThanOrEqual(Number(perCall?.[1]));
+  expect(Number(perCall?.[4])).toBeLessThanOrEqual(Number(perCall?.[2]));
+  const statsCost =
+    /stats-cost, 3 pods: CPU per ListPodSandboxStats, p50 \/ min of 3 \(main thread p50\) +\| ([\d.]+) \/ [\d.]+ ms \(main ([\d.]+)\)/.exec(
+      out,
+    );
+  expect(statsCost).not.toBeNull();
+  expect(Number(statsCost?.[2])).toBeLessThanOrEqual(Number(statsCost?.[1]));
   expect(out).toMatch(
     /kubelet load, 3 pods, 5 s: runtime RSS \(anonymous part\) after the load +\| [\d.]+ MiB \(anon [\d.]+\)/,
   );
