@@ -34,10 +34,14 @@ export function createStatsViews(
    * Inspect answers by id from the state view, handed to the collector with each target: with
    * them it reads every container in one synchronous pass (no lookup, no await per container).
    */
+  let indexed:
+    { list: readonly Docker.ContainerInspectInfo[]; byId: Map<string, Docker.ContainerInspectInfo> } | undefined;
   const inspects = async (): Promise<Map<string, Docker.ContainerInspectInfo>> => {
-    const out = new Map<string, Docker.ContainerInspectInfo>();
-    if (deps.state) for (const info of await deps.state.list()) out.set(info.Id, info);
-    return out;
+    if (!deps.state) return new Map();
+    // the view answers the same array until something changes: its index is made once per change
+    const list = await deps.state.list();
+    if (indexed?.list !== list) indexed = { list, byId: new Map(list.map((info) => [info.Id, info])) };
+    return indexed.byId;
   };
 
   const containerViews = async (filter: ContainerFilter, signal: AbortSignal): Promise<ContainerView[]> => {

@@ -86,11 +86,16 @@ export function findPodCgroup(
   return own ? parent : undefined;
 }
 
-/** The pod's process count as the sum of its pause's and members' (a sample read without one is read now). */
-function leafPids(src: PodSources, all: readonly Sample[]): number | undefined {
-  let pids: number | undefined;
-  for (const s of all) {
-    const n = s.usage.pids ?? (s.facts?.cgroup ? readCgroupPids(s.facts.cgroup, src.cgroupRoot) : undefined);
+/** One sample's process count (a sample read without one is read now). */
+function pidsOf(src: PodSources, s: Sample): number | undefined {
+  return s.usage.pids ?? (s.facts?.cgroup ? readCgroupPids(s.facts.cgroup, src.cgroupRoot) : undefined);
+}
+
+/** The pod's process count as the sum of its pause's and members'. */
+function leafPids(src: PodSources, pause: Sample, members: readonly Sample[]): number | undefined {
+  let pids = pidsOf(src, pause);
+  for (const m of members) {
+    const n = pidsOf(src, m);
     if (n !== undefined) pids = (pids ?? 0) + n;
   }
   return pids;
@@ -101,6 +106,11 @@ export interface PodSources {
   cgroupRoot: string;
   procRoot: string;
   ownCgroups?: OwnCgroupMemo;
+}
+
+/** The members with a cgroup to read (those running): the array given when that is all of them. */
+function runningMembers(members: readonly Sample[]): readonly Sample[] {
+  return members.every((m) => m.facts?.cgroup) ? members : members.filter((m) => m.facts?.cgroup);
 }
 
 /** The pause process whose network namespace holds the pod's interfaces; 0 when there is none to read. */
@@ -115,23 +125,27 @@ export function netnsPid(sandbox: Target, pause: Sample): number {
  * netns, read once per pod.
  */
 export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, members: readonly Sample[]): PodSample {
-  const running = members.filter((m) => m.facts?.cgroup);
-  const cg = sandbox.running ? findPodCgroup(pause, running, src.cgroupRoot, src.ownCgroups) : undefined;
+  // it runs for every pod at every stats call: no array is made where the members' own will do
+  const cg = sandbox.running
+    ? findPodCgroup(pause, runningMembers(members), src.cgroupRoot, src.ownCgroups)
+    : undefined;
   const timestamp = wallNanos();
   const netPid = netnsPid(sandbox, pause);
   const network = netPid > 0 ? readNetDev(netPid, src.procRoot) : undefined;
-  const all = [pause, ...members];
   if (cg) {
     // pids.current counts the whole pod in one read; only without the pids controller are the
     // leaves summed (a parent's cgroup.procs lists none of its children's)
-    const pids = readCgroupTreePids(cg, src.cgroupRoot) ?? leafPids(src, all);
+    const pids = readCgroupTreePids(cg, src.cgroupRoot) ?? leafPids(src, pause, members);
     const usage = { ...readCgroupUsage(cg, src.cgroupRoot, { pids: false }), pids };
     const nanoCores = rateNow(src.rates, `pod:${sandbox.id}`, usage.cpuUsageNanos);
     return { timestamp, usage, nanoCores, source: 'pod-cgroup', network };
   }
-  let nanoCores: number | undefined;
-  for (const s of all) if (s.nanoCores !== undefined) nanoCores = (nanoCores ?? 0) + s.nanoCores;
-  const usages = all.map((s) => s.usage);
+  let nanoCores = pause.nanoCores;
+  const usages: CgroupUsage[] = [pause.usage];
+  for (const m of members) {
+    if (m.nanoCores !== undefined) nanoCores = (nanoCores ?? 0) + m.nanoCores;
+    usages.push(m.usage);
+  }
   // a pause under a cgroup parent was left for its pod to read (sampler.ts): that parent is not
   // the pod's own after all, so the pause's usage is part of the sum
   const pauseCgroup = cgroupUnderParent(pause.facts);
@@ -142,6 +156,6 @@ export function readPodUsage(src: PodSources, sandbox: Target, pause: Sample, me
   }
   const summed = sumUsage(usages);
   // a container read for ListContainerStats has no process count, nor a pause under a parent: read now
-  summed.pids = leafPids(src, all);
+  summed.pids = leafPids(src, pause, members);
   return { timestamp, usage: summed, nanoCores, source: 'sum', network };
 }
