@@ -28,6 +28,7 @@ import {
   rssMiB,
   rssSpread,
   spacedCallCpu,
+  waitQuiet,
   type Resident,
 } from './measure';
 import type { ReplayFloor } from './replay-floor';
@@ -286,6 +287,8 @@ export async function kubeletLoad(
     // one stats call's CPU, alone: the loop above overlaps calls; apart by more than the
     // collector's sample reuse window, so each call reads everything
     const cost = (method: string): Promise<CallCpu> => spacedCallCpu(t.pid, () => t.call(method, {}), 5, 600);
+    // timed once the daemon is quiet: V8 is still busy with the load's garbage and compiles for a while
+    await waitQuiet(t.pid);
     const ctrStatsCpu = await cost('ListContainerStats');
     const podStatsCpu = await cost('ListPodSandboxStats');
     const mem = resident(t.pid);

@@ -55,6 +55,23 @@ export async function spacedCallCpu(
   return out;
 }
 
+/**
+ * Waits until a process has used less than `busyPct` % of a core over a whole second, or `maxMs`
+ * went by; answers how long it waited. After pods were made or a load ran, V8 goes on marking and
+ * compiling for that work for seconds: a call timed in that spell is charged with it.
+ */
+export async function waitQuiet(pid: number, busyPct = 2, maxMs = 30_000): Promise<number> {
+  const t0 = Date.now();
+  let before = cpuNs(pid);
+  while (Date.now() - t0 < maxMs) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = cpuNs(pid);
+    if ((now - before) / 1e7 < busyPct) break;
+    before = now;
+  }
+  return Date.now() - t0;
+}
+
 /** utime + stime of a process in ms, all its threads, dead ones included (/proc/<pid>/stat, 10 ms ticks): for CPU over a whole phase. */
 export function processCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -9,7 +9,7 @@
  * the sum of their containers), then each pod in a cgroup of its own, as the kubelet makes
  * them (`linux.cgroup_parent`; read as the pod cgroup).
  */
-import { pct, spacedCallCpu, type CallCpu } from './measure';
+import { pct, spacedCallCpu, waitQuiet, type CallCpu } from './measure';
 import { PodCgroups } from './pod-cgroups';
 
 export interface StatsCostTarget {
@@ -22,8 +22,6 @@ export interface StatsCostTarget {
 }
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function statsCost(
   t: StatsCostTarget,
@@ -55,7 +53,8 @@ async function costAt(
     }
     await t.call('ListContainerStats', {});
     await t.call('ListPodSandboxStats', {});
-    await sleep(2000);
+    // the pods' making leaves V8 work for seconds: the calls are timed once the daemon is quiet
+    await waitQuiet(t.pid);
     // apart by more than the collector's 500 ms reuse window: each call reads every file
     const costOf = (method: string): Promise<CallCpu> =>
       spacedCallCpu(t.pid, () => t.call(method, {}), sizes.calls, 600);
