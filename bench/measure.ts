@@ -35,7 +35,7 @@ export interface CallCpu {
  * `n` calls made one at a time, `gapMs` apart, with the CPU each took. Both counts, because they
  * answer different questions: the main thread is the call's own work (reads, conversion,
  * encoding); the whole process adds what V8's helper thread did meanwhile (concurrent marking,
- * compiles), which after a busy spell is mostly catching up on that spell, not on the call.
+ * compiles): optimizing the call's own path, and after a busy spell catching up on that spell.
  */
 export async function spacedCallCpu(
   pid: number,
@@ -57,10 +57,10 @@ export async function spacedCallCpu(
 
 /**
  * Waits until a process has used less than `busyPct` % of a core over a whole second, or `maxMs`
- * went by; answers how long it waited. After pods were made or a load ran, V8 goes on marking and
- * compiling for that work for seconds: a call timed in that spell is charged with it.
+ * went by. After pods were made or a load ran, V8 goes on marking and compiling for that work for
+ * seconds: a call timed in that spell is charged with it.
  */
-export async function waitQuiet(pid: number, busyPct = 2, maxMs = 30_000): Promise<number> {
+export async function waitQuiet(pid: number, busyPct = 2, maxMs = 30_000): Promise<void> {
   const t0 = Date.now();
   let before = cpuNs(pid);
   while (Date.now() - t0 < maxMs) {
@@ -69,7 +69,6 @@ export async function waitQuiet(pid: number, busyPct = 2, maxMs = 30_000): Promi
     if ((now - before) / 1e7 < busyPct) break;
     before = now;
   }
-  return Date.now() - t0;
 }
 
 /** utime + stime of a process in ms, all its threads, dead ones included (/proc/<pid>/stat, 10 ms ticks): for CPU over a whole phase. */

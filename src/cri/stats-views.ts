@@ -30,15 +30,15 @@ export function createStatsViews(
   /** fs_id of writable layers: Docker's data root, from the cached `docker info`. */
   const mountpoint = (): string => deps.engine.current().dockerRootDir ?? '/var/lib/docker';
 
+  let indexed:
+    { list: readonly Docker.ContainerInspectInfo[]; byId: Map<string, Docker.ContainerInspectInfo> } | undefined;
   /**
    * Inspect answers by id from the state view, handed to the collector with each target: with
    * them it reads every container in one synchronous pass (no lookup, no await per container).
+   * The view answers the same array until something changes: its index is made once per change.
    */
-  let indexed:
-    { list: readonly Docker.ContainerInspectInfo[]; byId: Map<string, Docker.ContainerInspectInfo> } | undefined;
   const inspects = async (): Promise<Map<string, Docker.ContainerInspectInfo>> => {
     if (!deps.state) return new Map();
-    // the view answers the same array until something changes: its index is made once per change
     const list = await deps.state.list();
     if (indexed?.list !== list) indexed = { list, byId: new Map(list.map((info) => [info.Id, info])) };
     return indexed.byId;
