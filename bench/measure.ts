@@ -35,7 +35,8 @@ export interface CallCpu {
  * `n` calls made one at a time, `gapMs` apart, with the CPU each took. Both counts, because they
  * answer different questions: the main thread is the call's own work (reads, conversion,
  * encoding); the whole process adds what V8's helper thread did meanwhile (concurrent marking,
- * compiles): optimizing the call's own path, and after a busy spell catching up on that spell.
+ * compiles), some of it for the call (its garbage, its path's first optimizations), some of it,
+ * after a busy spell, catching up on that spell.
  */
 export async function spacedCallCpu(
   pid: number,
