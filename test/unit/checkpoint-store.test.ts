@@ -42,6 +42,9 @@ describe('checkpoint store', () => {
     const { logger, records } = recordingLogger();
     const store = await createCheckpointStore(dir, logger, { racyMs: 0 });
     await store.write(ID, body);
+    // settled means changed before Date.now(), whole milliseconds: a read in the write's own
+    // millisecond is not kept, even with racyMs 0
+    await new Promise((r) => setTimeout(r, 5));
     const readFile = jest.spyOn(fsp, 'readFile');
     try {
       const first = await store.read(ID);
