@@ -36,29 +36,43 @@ export function requestFields(req: unknown): Record<string, string> {
   return out;
 }
 
+type AnyCall = grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>;
+
 /**
  * One call's context. Its abort signal, with the deadline timer and the cancel listener behind it,
  * is made when a handler first asks for it: only handlers that wait on Docker or a process do,
  * and the rest (every call the kubelet polls) would pay for the three on each call. A handler
  * that never took the signal cannot be stopped by it either; grpc-js itself answers a call past
  * its deadline with DEADLINE_EXCEEDED.
+ *
+ * A class, not an object literal with getters: V8 gives each literal's own accessors a pair
+ * allocated in the old space, and through it every scavenge kept the call (the grpc-js call, its
+ * HTTP/2 stream, the context) alive until the next full GC. That promoted ~5 KB per call, most of
+ * what drove crishim's full GCs under the kubelet (docs/benchmark-history.md, the eighteenth
+ * session). A class keeps its accessors once, on the prototype.
  */
-function makeContext(
-  method: string,
-  call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
-  logger: Logger,
-  fields: Record<string, string>,
-): { ctx: CallContext; abortReason: () => unknown; dispose: () => void } {
-  let ac: AbortController | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let onCancel: (() => void) | undefined;
-  let disposed = false;
-  const signal = (): AbortSignal => {
-    if (ac) return ac.signal;
-    const c = (ac = new AbortController());
+class Context implements CallContext {
+  private ac: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private onCancel: (() => void) | undefined;
+  private disposed = false;
+  // made on first use: most calls (every List the kubelet polls) never log anything of their own
+  private logger: Logger | undefined;
+
+  constructor(
+    readonly method: string,
+    private readonly call: AnyCall,
+    private readonly root: Logger,
+    private readonly fields: Record<string, string>,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (this.ac) return this.ac.signal;
+    const c = (this.ac = new AbortController());
     // asked for only after the call was answered: nothing left to cancel it, as before when dispose cleared it
-    if (disposed) return c.signal;
-    onCancel = (): void => c.abort(cancelled(`${method} cancelled by the client`));
+    if (this.disposed) return c.signal;
+    const { call, method } = this;
+    const onCancel = (this.onCancel = (): void => c.abort(cancelled(`${method} cancelled by the client`)));
     if (call.cancelled) onCancel();
     else call.on('cancelled', onCancel);
     const deadline = call.getDeadline();
@@ -66,40 +80,38 @@ function makeContext(
     const ms = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
     if (Number.isFinite(ms) && !c.signal.aborted) {
       // setTimeout cannot wait longer than 2^31-1 ms
-      timer = setTimeout(
+      this.timer = setTimeout(
         () => c.abort(deadlineExceeded(`${method} deadline exceeded`)),
         Math.min(Math.max(ms, 0), 2 ** 31 - 1),
       );
     }
     return c.signal;
-  };
-  // made on first use: most calls (every List the kubelet polls) never log anything of their own
-  let log: Logger | undefined;
-  const ctx: CallContext = {
-    get signal(): AbortSignal {
-      return signal();
-    },
-    method,
-    get log(): Logger {
-      return (log ??= logger.child({ rpc: method, ...fields }));
-    },
-    set log(value: Logger) {
-      log = value;
-    },
-    annotate(more) {
-      Object.assign(fields, more);
-      log = undefined;
-    },
-  };
-  return {
-    ctx,
-    abortReason: () => (ac?.signal.aborted ? ac.signal.reason : undefined),
-    dispose: () => {
-      disposed = true;
-      if (timer) clearTimeout(timer);
-      if (onCancel) call.removeListener('cancelled', onCancel);
-    },
-  };
+  }
+
+  get log(): Logger {
+    return (this.logger ??= this.root.child({ rpc: this.method, ...this.fields }));
+  }
+
+  set log(value: Logger) {
+    this.logger = value;
+  }
+
+  annotate(more: Record<string, string>): void {
+    Object.assign(this.fields, more);
+    this.logger = undefined;
+  }
+
+  /** Why the signal aborted, if it did. */
+  abortReason(): unknown {
+    return this.ac?.signal.aborted ? this.ac.signal.reason : undefined;
+  }
+
+  /** The call is answered: its timer and listener go. */
+  dispose(): void {
+    this.disposed = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.onCancel) this.call.removeListener('cancelled', this.onCancel);
+  }
 }
 
 /** A handler's error, or why its call was aborted when the error is only the abort's echo (not one of ours). */
@@ -147,7 +159,7 @@ export function wrapHandler(
     return ((call: grpc.ServerWritableStream<unknown, unknown>) => {
       const started = process.hrtime.bigint();
       const fields = requestFields(call.request);
-      const { ctx, abortReason, dispose } = makeContext(method, call, logger, fields);
+      const ctx = new Context(method, call, logger, fields);
       const send = (msg: unknown): Promise<void> =>
         new Promise((resolve, reject) => {
           if (ctx.signal.aborted) return reject(ctx.signal.reason);
@@ -161,18 +173,18 @@ export function wrapHandler(
           call.end();
         })
         .catch((e: unknown) => {
-          const err = fromDockerError(reasonFor(e, abortReason()));
+          const err = fromDockerError(reasonFor(e, ctx.abortReason()));
           finish(fields, started, err);
           call.destroy(Object.assign(new Error(err.message), { code: grpcStatusOf(err.kind), details: err.message }));
         })
-        .finally(dispose);
+        .finally(() => ctx.dispose());
     }) as grpc.handleServerStreamingCall<unknown, unknown>;
   }
   const run = impl as UnaryImpl<unknown, unknown>;
   return ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
     const started = process.hrtime.bigint();
     const fields = requestFields(call.request);
-    const { ctx, abortReason, dispose } = makeContext(method, call, logger, fields);
+    const ctx = new Context(method, call, logger, fields);
     let result: Promise<unknown>;
     try {
       result = run(call.request, ctx);
@@ -185,10 +197,10 @@ export function wrapHandler(
         cb(null, res);
       })
       .catch((e: unknown) => {
-        const err = fromDockerError(reasonFor(e, abortReason()));
+        const err = fromDockerError(reasonFor(e, ctx.abortReason()));
         finish(fields, started, err);
         cb({ code: grpcStatusOf(err.kind), details: err.message });
       })
-      .finally(dispose);
+      .finally(() => ctx.dispose());
   }) as grpc.handleUnaryCall<unknown, unknown>;
 }

@@ -151,4 +151,18 @@ describe('wrapHandler: the call context', () => {
     await invoke(handler, new FakeCall({}));
     expect(lines).toHaveLength(1);
   });
+
+  it("keeps the context's accessors on a shared prototype, none on the context itself", async () => {
+    const { logger } = recordingLogger('info');
+    const seen: CallContext[] = [];
+    const handler = unary('Version', async (_req, ctx) => (seen.push(ctx), {}), logger);
+    await invoke(handler, new FakeCall({}));
+    await invoke(handler, new FakeCall({}));
+    // V8 gives an object's own accessors a pair of old space each: through it a scavenge keeps the
+    // call alive until a full GC (src/server/call-handler.ts)
+    const own = Object.values(Object.getOwnPropertyDescriptors(seen[0]));
+    expect(own.filter((d) => d.get !== undefined || d.set !== undefined)).toEqual([]);
+    expect(Object.getPrototypeOf(seen[0])).toBe(Object.getPrototypeOf(seen[1]));
+    expect(seen[0].method).toBe('Version');
+  });
 });
