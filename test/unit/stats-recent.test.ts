@@ -28,4 +28,25 @@ describe('recent samples', () => {
     expect(r.get({ id: 'a', running: true })).toBeUndefined();
     expect(r.get({ id: 'b', running: true })).toBeDefined();
   });
+
+  it('drops samples once past their window, without waiting for the next round', () => {
+    jest.useFakeTimers();
+    try {
+      const r = createRecentSamples(500);
+      r.put({ id: 'a', running: true }, sample('a', 1));
+      jest.advanceTimersByTime(300);
+      r.put({ id: 'b', running: true }, sample('b', 2));
+      jest.advanceTimersByTime(199);
+      expect(r.held()).toBe(2);
+      jest.advanceTimersByTime(1);
+      // a's window is over; b's is not
+      expect(r.held()).toBe(1);
+      expect(r.get({ id: 'b', running: true })).toBeDefined();
+      jest.advanceTimersByTime(500);
+      expect(r.held()).toBe(0);
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
