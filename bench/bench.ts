@@ -697,6 +697,16 @@ async function compareTarget(
   parent: () => string | undefined,
 ): Promise<CompareTarget> {
   const { runtime_name: runtimeName } = await rpc<{ runtime_name: string }>(c, 'Version', {});
+  // one trial pod first: a runtime that cannot make the load's pod (a sandbox image it cannot pull
+  // offline) fails the run here, not after crishim's sections have spent their minutes
+  let trial: string | undefined;
+  try {
+    trial = await runPodWithApp(c, false, (id) => (trial = id));
+  } catch (err) {
+    if (trial) await removePod(c, trial).catch(() => undefined);
+    throw new Error(`--compare ${name}: cannot run the load's pod: ${(err as Error).message}`, { cause: err });
+  }
+  await removePod(c, trial);
   return {
     name,
     pid,

@@ -1,4 +1,4 @@
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as path from 'path';
 import { call, REPO, startCrishim, teardown, type Crishim } from './harness';
 
@@ -6,24 +6,24 @@ jest.setTimeout(300_000);
 
 // the comparison needs a second CRI runtime; a second crishim is one any machine here has
 let other: Crishim | undefined;
+const BENCH = path.join(REPO, 'bench', 'dist', 'bench', 'bench.js');
 beforeAll(async () => {
   other = await startCrishim({ subnetIndex: 219 });
+  execFileSync('npx', ['tsc', '-p', 'bench/tsconfig.json'], { cwd: REPO, stdio: 'pipe' });
 });
 afterAll(() => teardown(other));
 
+/** The sandbox ids a runtime lists: it shares this Docker, so pods left by earlier processes count too. */
+async function podIds(h: Crishim): Promise<Set<string>> {
+  return new Set((await call(h.runtime, 'ListPodSandbox', {})).items.map((p: { id: string }) => p.id));
+}
+
 it('runs the kubelet load and the lifecycle against another CRI endpoint and tables it beside crishim', async () => {
   const h = other as Crishim;
-  // the other crishim shares this Docker: pods some earlier process left behind are in its list too
-  const before = new Set((await call(h.runtime, 'ListPodSandbox', {})).items.map((p: { id: string }) => p.id));
-  execFileSync('npx', ['tsc', '-p', 'bench/tsconfig.json'], { cwd: REPO, stdio: 'pipe' });
+  const before = await podIds(h);
   const out = execFileSync(
     process.execPath,
-    [
-      path.join(REPO, 'bench', 'dist', 'bench', 'bench.js'),
-      '--smoke',
-      '--only=kubelet-load,lifecycle',
-      `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`,
-    ],
+    [BENCH, '--smoke', '--only=kubelet-load,lifecycle', `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`],
     { cwd: REPO, encoding: 'utf8' },
   );
   process.stdout.write(out);
@@ -45,4 +45,26 @@ it('runs the kubelet load and the lifecycle against another CRI endpoint and tab
   // the bench removed every pod it made through the other runtime
   const { items } = await call(h.runtime, 'ListPodSandbox', {});
   expect(items.filter((p: { id: string }) => !before.has(p.id))).toEqual([]);
+});
+
+it('stops before any section when a compared runtime cannot run the load pod', async () => {
+  // a sandbox image from a registry that refuses connections: RunPodSandbox fails on this runtime
+  const image = '127.0.0.1:9/crishim-test/absent:none';
+  const broken = await startCrishim({ subnetIndex: 220, args: ['--pod-infra-container-image', image] });
+  try {
+    const before = await podIds(broken);
+    const run = spawnSync(
+      process.execPath,
+      [BENCH, '--smoke', '--only=kubelet-load', `--compare=unix://${broken.socket}:broken-crishim:${broken.proc.pid}`],
+      { cwd: REPO, encoding: 'utf8' },
+    );
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain("--compare broken-crishim: cannot run the load's pod:");
+    expect(run.stderr).toContain(image);
+    // no section ran: the report (its header and tables) is printed only when all are done
+    expect(run.stdout).toBe('');
+    expect([...(await podIds(broken))].filter((id) => !before.has(id))).toEqual([]);
+  } finally {
+    await teardown(broken);
+  }
 });
