@@ -9,6 +9,8 @@
  *                                          --load-pods=N and --load-seconds=S size kubelet-load (a soak: S=1800;
  *                                          the raw-Docker baseline and the replaying floor keep their 60 s)
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
+ *   CRISHIM_BENCH_IMAGE=REF                the pods' container image (default crishim-test/busybox:latest, which
+ *                                          must run `sleep`)
  *   npm run bench -- --executable=DIR/usr/bin/crishim   every section on the single executable, as
  *                            `dpkg-deb -x dist-pkg/crishim_*.deb DIR` installs it (README, "Benchmark")
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
@@ -54,7 +56,7 @@ const COMPARE = parseCompare(process.argv);
 /** `--executable=PATH`: measure the packaged single executable instead of dist/main.js (daemon-command.ts). */
 const EXECUTABLE = executableArg(process.argv);
 const PAUSE = 'registry.k8s.io/pause:3.10';
-const BUSYBOX = 'crishim-test/busybox:latest';
+const BUSYBOX = process.env.CRISHIM_BENCH_IMAGE || 'crishim-test/busybox:latest';
 const docker = new Docker();
 
 const sizes = SMOKE
@@ -233,30 +235,36 @@ function pod(
   };
 }
 
-/** RunPodSandbox + CreateContainer + StartContainer of a sleeping busybox, as a kubelet starts a pod; `onSandbox` sees the id first. */
-async function runPodWithApp(
-  d: Pick<Daemon, 'runtime'>,
-  hostNetwork: boolean,
-  onSandbox: (id: string) => void = () => undefined,
-  cgroupParent?: string,
-): Promise<string> {
+/**
+ * RunPodSandbox + CreateContainer + StartContainer of a sleeping busybox, as a kubelet starts a
+ * pod. A pod whose container step fails is removed before the error goes up, so no section
+ * leaves a sandbox behind on a failed start; the error says if that removal failed too.
+ */
+async function runPodWithApp(d: Pick<Daemon, 'runtime'>, hostNetwork: boolean, cgroupParent?: string): Promise<string> {
   const base = pod(hostNetwork, cgroupParent);
   const logDir = podLogs.make(base.metadata, 'app');
   const config = { ...base, log_directory: logDir };
   const { pod_sandbox_id: id } = await rpc<{ pod_sandbox_id: string }>(d, 'RunPodSandbox', { config });
   podLogs.own(id, logDir);
-  onSandbox(id);
-  const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
-    pod_sandbox_id: id,
-    config: {
-      metadata: { name: 'app', attempt: 0 },
-      image: { image: BUSYBOX },
-      command: ['sleep', '3600'],
-      log_path: 'app/0.log',
-    },
-    sandbox_config: config,
-  });
-  await rpc(d, 'StartContainer', { container_id: c });
+  try {
+    const { container_id: c } = await rpc<{ container_id: string }>(d, 'CreateContainer', {
+      pod_sandbox_id: id,
+      config: {
+        metadata: { name: 'app', attempt: 0 },
+        image: { image: BUSYBOX },
+        command: ['sleep', '3600'],
+        log_path: 'app/0.log',
+      },
+      sandbox_config: config,
+    });
+    await rpc(d, 'StartContainer', { container_id: c });
+  } catch (err) {
+    const undone = await removePod(d, id).then(
+      () => '',
+      (e: Error) => `; removing its pod ${id} failed too: ${e.message}`,
+    );
+    throw new Error(`${(err as Error).message}${undone}`, { cause: err });
+  }
   return id;
 }
 
@@ -320,8 +328,8 @@ async function concurrent(d: Daemon): Promise<void> {
   await Promise.all(
     Array.from({ length: sizes.concurrent }, async () => {
       try {
-        // the id is recorded as soon as the sandbox exists, so a later failure still gets cleaned up
-        const [t] = await timed(() => runPodWithApp(d, false, (id) => ids.push(id)));
+        const [t, id] = await timed(() => runPodWithApp(d, false));
+        ids.push(id);
         lat.push(t);
       } catch {
         failures++;
@@ -699,13 +707,9 @@ async function compareTarget(
   const { runtime_name: runtimeName } = await rpc<{ runtime_name: string }>(c, 'Version', {});
   // one trial pod first: a runtime that cannot make the load's pod (a sandbox image it cannot pull
   // offline) fails the run here, not after crishim's sections have spent their minutes
-  let trial: string | undefined;
-  try {
-    trial = await runPodWithApp(c, false, (id) => (trial = id));
-  } catch (err) {
-    if (trial) await removePod(c, trial).catch(() => undefined);
-    throw new Error(`--compare ${name}: cannot run the load's pod: ${(err as Error).message}`, { cause: err });
-  }
+  const trial = await runPodWithApp(c, false).catch((err: Error) => {
+    throw new Error(`--compare ${name}: cannot run the load's pod: ${err.message}`, { cause: err });
+  });
   await removePod(c, trial);
   return {
     name,
@@ -714,7 +718,7 @@ async function compareTarget(
     call: (method, req) => rpc(c, method, req),
     relist: () => c.relist.relist(),
     imageFsInfo: () => criCall(c.image, 'ImageFsInfo', {}),
-    runPod: () => runPodWithApp(c, false, undefined, parent()),
+    runPod: () => runPodWithApp(c, false, parent()),
     removePod: (id) => removePod(c, id),
   };
 }
@@ -757,7 +761,7 @@ async function main(): Promise<void> {
       (await kubeletLoad(
         {
           ...target,
-          runPod: () => runPodWithApp(d, false, undefined, loadParent()),
+          runPod: () => runPodWithApp(d, false, loadParent()),
           imageFsInfo: () =>
             new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
           replayFloor: (podId) => startReplayFloor(d.endpoint, REPO, podId),
@@ -775,7 +779,7 @@ async function main(): Promise<void> {
     if (wanted('churn-restart'))
       await churnAcrossRestarts((engine) => startDaemon({ engine }), docker, BUSYBOX, SMOKE ? 1 : 50, record);
     if (wanted('stats-cost')) {
-      const runPodIn = (parent: string): Promise<string> => runPodWithApp(d, false, undefined, parent);
+      const runPodIn = (parent: string): Promise<string> => runPodWithApp(d, false, parent);
       await statsCost({ ...target, runPodIn: cgroupfs ? runPodIn : undefined }, statsCostSizes, record);
     }
     if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);

@@ -72,3 +72,21 @@ it('stops before any section when a compared runtime cannot run the load pod', a
     await teardown(broken);
   }
 });
+
+it('removes the pod whose container step failed and names the runtime', async () => {
+  // a container image no store here has: RunPodSandbox succeeds, CreateContainer fails
+  const image = 'crishim-test/absent:none';
+  const h = other as Crishim;
+  const before = await podIds(h);
+  const run = spawnSync(
+    process.execPath,
+    [BENCH, '--smoke', '--only=kubelet-load', `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`],
+    { cwd: REPO, encoding: 'utf8', env: { ...process.env, CRISHIM_BENCH_IMAGE: image } },
+  );
+  expect(run.status).toBe(1);
+  expect(run.stderr).toContain("--compare other-crishim: cannot run the load's pod:");
+  expect(run.stderr).toContain(image);
+  // the sandbox made before the failed step was removed, and its removal did not fail
+  expect(run.stderr).not.toContain('failed too');
+  expect(newPods(before, await podIds(h))).toEqual([]);
+});
