@@ -7,6 +7,8 @@ import * as path from 'path';
 import { REPO, startCrishim, teardown, waitForLog, writeCniConfig, type Crishim } from './harness';
 
 const MAIN = path.join(REPO, 'dist', 'main.js');
+// a daemon's start and the waits below (up to 20 s for a log line) outlast jest's 5 s default on a slow host
+jest.setTimeout(60_000);
 
 function doctor(args: string[]): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [MAIN, 'doctor', ...args], { encoding: 'utf8', timeout: 60_000 });
