@@ -1,4 +1,4 @@
-import { promises as fsp } from 'fs';
+import { existsSync, promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
 import {
   BUSYBOX,
@@ -14,8 +14,9 @@ import {
 } from './harness';
 
 /**
- * Resources and hostile config against the real Docker Engine. This host runs cgroup v1
- * without a hugetlb controller: unified must be refused, hugepage limits tolerated.
+ * Resources and hostile config against the real Docker Engine. On cgroup v1 (the test VM)
+ * resources.unified must be refused; on cgroup v2 (test/cgroup2) it must reach the
+ * container's cgroup files.
  */
 jest.setTimeout(180_000);
 
@@ -33,11 +34,19 @@ afterAll(async () => {
   await teardown(h);
 });
 
-const cgroupV2 = (): Promise<boolean> =>
-  fsp.stat('/sys/fs/cgroup/cgroup.controllers').then(
-    () => true,
-    () => false,
-  );
+/** A cgroup v2 host exposes cgroup.controllers at the root of its one hierarchy. */
+const V2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
+const onV1 = V2 ? it.skip : it;
+const onV2 = V2 ? it : it.skip;
+
+/** A container's cgroup directory for `controller` (v1), or its one directory (v2), as the kernel lists it. */
+async function cgroupDir(id: string, controller: string): Promise<string | undefined> {
+  const pid = (await docker.getContainer(id).inspect()).State.Pid;
+  const lines = (await fsp.readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n').map((l) => l.split(':'));
+  const line = V2 ? lines.find((l) => l[0] === '0') : lines.find((l) => l[1]?.split(',').includes(controller));
+  if (!line) return undefined;
+  return V2 ? `/sys/fs/cgroup${line[2]}` : `/sys/fs/cgroup/${controller}${line[2]}`;
+}
 
 function create(name: string, resources: Record<string, unknown>): Promise<{ container_id: string }> {
   return call(h.runtime, 'CreateContainer', {
@@ -54,8 +63,7 @@ function create(name: string, resources: Record<string, unknown>): Promise<{ con
 }
 
 describe('container resources on this host', () => {
-  it('refuses resources.unified on cgroup v1 without creating anything', async () => {
-    if (await cgroupV2()) return; // the v2 mapping is unit-tested; this host is v1
+  onV1('refuses resources.unified on cgroup v1 without creating anything', async () => {
     const before = (await containersOfPod((pod.config.metadata as { uid: string }).uid)).length;
     const err = await codeOf(create('unified', { unified: { 'memory.max': '67108864' } }));
     expect(err.code).toBe(status.INVALID_ARGUMENT);
@@ -63,29 +71,48 @@ describe('container resources on this host', () => {
     expect((await containersOfPod((pod.config.metadata as { uid: string }).uid)).length).toBe(before);
   });
 
-  it('runs a container with hugepage limits although the host has no hugetlb controller', async () => {
+  onV2('writes resources.unified into the container cgroup on cgroup v2', async () => {
+    const unified = { 'memory.max': '67108864', 'pids.max': '50', 'cpu.max': '50000 100000', 'cpu.weight': '300' };
+    const { container_id: id } = await create('unified', { unified });
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const dir = await cgroupDir(id, '');
+    expect(dir).toContain(id);
+    const read = async (file: string): Promise<string> => (await fsp.readFile(`${dir}/${file}`, 'utf8')).trim();
+    for (const [file, value] of Object.entries(unified)) expect([file, await read(file)]).toEqual([file, value]);
+    await call(h.runtime, 'StopContainer', { container_id: id, timeout: 1 });
+    await call(h.runtime, 'RemoveContainer', { container_id: id });
+  });
+
+  it('writes hugepage limits where the host has a hugetlb controller, and says once where it has none', async () => {
     const { container_id: id } = await create('huge', {
       memory_limit_in_bytes: '67108864',
       hugepage_limits: [{ page_size: '2MB', limit: '0' }],
     });
     await call(h.runtime, 'StartContainer', { container_id: id });
+    const dir = await cgroupDir(id, 'hugetlb');
+    const file = dir && `${dir}/hugetlb.2MB.${V2 ? 'max' : 'limit_in_bytes'}`;
+    // this VM has no hugetlb controller; the cgroup v2 VM has one
+    const enforced = file !== undefined && existsSync(file);
+    const limit = async (): Promise<string> => (await fsp.readFile(file as string, 'utf8')).trim();
     const st = (await call(h.runtime, 'ContainerStatus', { container_id: id })).status;
     expect(st?.state).toBe('CONTAINER_RUNNING');
     expect(st?.resources?.linux?.memory_limit_in_bytes).toBe('67108864');
-    // nothing is enforced here, so nothing is reported as applied
-    expect(st?.resources?.linux?.hugepage_limits).toEqual([]);
+    // what is reported is what the cgroup holds: nothing where it could not be written
+    expect(st?.resources?.linux?.hugepage_limits).toEqual(enforced ? [{ page_size: '2MB', limit: '0' }] : []);
+    if (enforced) expect(await limit()).toBe('0');
     await call(h.runtime, 'UpdateContainerResources', {
       container_id: id,
-      linux: { memory_limit_in_bytes: '134217728', hugepage_limits: [{ page_size: '2MB', limit: '0' }] },
+      linux: { memory_limit_in_bytes: '134217728', hugepage_limits: [{ page_size: '2MB', limit: '4194304' }] },
     });
     expect((await docker.getContainer(id).inspect()).HostConfig.Memory).toBe(134217728);
+    if (enforced) expect(await limit()).toBe('4194304');
     await call(h.runtime, 'UpdateContainerResources', {
       container_id: id,
       linux: { hugepage_limits: [{ page_size: '2MB', limit: '0' }] },
     });
     // said once per daemon, not per container or call
     const log = await fsp.readFile(h.logFile, 'utf8');
-    expect(log.match(/no hugetlb cgroup controller/g)).toHaveLength(1);
+    expect(log.match(/no hugetlb cgroup controller/g) ?? []).toHaveLength(enforced ? 0 : 1);
     await call(h.runtime, 'StopContainer', { container_id: id, timeout: 1 });
     await call(h.runtime, 'RemoveContainer', { container_id: id });
   });

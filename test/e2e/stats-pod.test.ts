@@ -4,7 +4,7 @@
  * container, filters, and the Stream twins.
  */
 import { execFileSync } from 'child_process';
-import { promises as fsp } from 'fs';
+import { existsSync, promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
 import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
 import { fdsOn } from '../support/fds';
@@ -143,8 +143,10 @@ it('shows a working set and RSS near what a container holds', async () => {
 });
 
 it('reads a pod with its own cgroup parent from the pod cgroup (limit included)', async () => {
-  // what a kubelet does to a pod cgroup; crishim only reads it
-  await fsp.writeFile(`/sys/fs/cgroup/memory${PARENT}/memory.limit_in_bytes`, String(POD_LIMIT));
+  // what a kubelet does to a pod cgroup; crishim only reads it (v2: one unified directory)
+  const v2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
+  const limitFile = v2 ? `/sys/fs/cgroup${PARENT}/memory.max` : `/sys/fs/cgroup/memory${PARENT}/memory.limit_in_bytes`;
+  await fsp.writeFile(limitFile, String(POD_LIMIT));
   const s = await until(
     'pod working set',
     () => podStats(own.id),
