@@ -131,12 +131,12 @@ it('gives a busy container a CPU rate from its first sample, and a rising counte
 
 it('shows a working set and RSS near what a container holds', async () => {
   const s = await until(
-    'hog working set',
+    'hog working set and RSS',
     () => containerStats(hog),
-    (v) => n(v?.memory?.working_set_bytes) >= HOG_BYTES * 0.9,
+    // both: cgroup v2's memory.stat (where RSS comes from) is flushed lazily, memory.current is not
+    (v) => n(v?.memory?.working_set_bytes) >= HOG_BYTES * 0.9 && n(v?.memory?.rss_bytes) >= HOG_BYTES * 0.9,
   );
   expect(n(s?.memory?.working_set_bytes)).toBeLessThan(HOG_BYTES * 3);
-  expect(n(s?.memory?.rss_bytes)).toBeGreaterThanOrEqual(HOG_BYTES * 0.9);
   expect(n(s?.memory?.usage_bytes)).toBeGreaterThanOrEqual(n(s?.memory?.working_set_bytes));
   // no limit on the container: nothing to be available against
   expect(s?.memory?.available_bytes ?? null).toBeNull();
