@@ -1,0 +1,68 @@
+#!/bin/bash
+# run-in-vm.sh PROJECT 'COMMAND': runs COMMAND in a copy of PROJECT (at the same path) inside
+# the cgroup v2 test VM that build-vm.sh made, with dockerd up and, when CRISHIM_VM_IMAGES
+# names a `docker save` tar, its images loaded. The command's output goes to stdout; the exit
+# code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 3600).
+# The VM has no network device: nothing it runs reaches past its own loopback and bridges.
+set -euo pipefail
+VM=${CRISHIM_VM_DIR:-/var/tmp/crishim-cgroup2-vm}
+[ $# -eq 2 ] || { echo "usage: $0 PROJECT 'COMMAND'" >&2; exit 2; }
+project=$(realpath -e "$1")
+for f in root.img vmlinuz initrd.img; do
+  [ -e "$VM/$f" ] || { echo "run-in-vm: no $VM/$f: run test/cgroup2/build-vm.sh first" >&2; exit 125; }
+done
+run=$(mktemp -d)
+trap 'rm -rf "$run"' EXIT
+
+# the project as a disk of its own: writes in the VM never reach this machine's copy
+kib=$(du -sk --apparent-size "$project" | cut -f1)
+files=$(find "$project" -xdev | wc -l)
+truncate -s $((kib * 2 / 1024 + 4096))M "$run/project.img"
+mkfs.ext4 -q -F -O ^has_journal -N $((files * 2 + 65536)) -d "$project" "$run/project.img"
+# the root disk as a throwaway overlay: every run starts with an empty Docker
+qemu-img create -q -f qcow2 -F raw -b "$VM/root.img" "$run/root.qcow2"
+
+printf '%s' "$project" >"$run/project"
+printf '%s' "$2" >"$run/command"
+extra=()
+if [ -n "${CRISHIM_VM_IMAGES:-}" ]; then
+  stat -c %s "$CRISHIM_VM_IMAGES" | tr -d '\n' >"$run/images"
+  # a disk is read in whole sectors: padded, and the VM reads back only the tar's bytes
+  cp "$CRISHIM_VM_IMAGES" "$run/images.tar"
+  truncate -s %512 "$run/images.tar"
+  # shellcheck disable=SC2054 # qemu's own option syntax has the commas
+  extra+=(-fw_cfg "name=opt/crishim/images,file=$run/images"
+    -drive "file=$run/images.tar,if=none,id=images,format=raw,readonly=on"
+    -device virtio-blk-pci,drive=images,serial=images)
+fi
+
+: >"$run/control"
+mkfifo "$run/output"
+cat "$run/output" &
+reader=$!
+# no KVM here (the CPU does not offer it to guests), so software emulation on both cores
+timeout -k 10 "${CRISHIM_VM_TIMEOUT:-3600}" qemu-system-x86_64 -nodefaults -no-user-config -nographic \
+  -monitor none -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp 2 -m 4096 \
+  -no-reboot -nic none -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
+  -append "console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=4" \
+  -serial "file:$run/console.log" \
+  -drive "file=$run/root.qcow2,if=none,id=root,format=qcow2,cache=unsafe" \
+  -device virtio-blk-pci,drive=root,serial=root \
+  -drive "file=$run/project.img,if=none,id=project,format=raw,cache=unsafe" \
+  -device virtio-blk-pci,drive=project,serial=project \
+  -device virtio-rng-pci -device virtio-serial-pci \
+  -chardev "file,id=output,path=$run/output" -device virtserialport,chardev=output,name=output \
+  -chardev "file,id=control,path=$run/control" -device virtserialport,chardev=control,name=control \
+  -fw_cfg "name=opt/crishim/project,file=$run/project" -fw_cfg "name=opt/crishim/command,file=$run/command" \
+  "${extra[@]}" </dev/null >"$run/qemu.log" 2>&1 && qemu=0 || qemu=$?
+# qemu may have ended before it opened the fifo: open it once so the reader sees its end
+exec 9<>"$run/output"
+exec 9>&-
+wait "$reader" || true
+rc=$(sed -n 's/^rc \([0-9]*\)$/\1/p' "$run/control" | tail -n1)
+if [ -z "$rc" ]; then
+  [ "$qemu" = 124 ] && rc=124 || rc=125
+  echo "run-in-vm: the VM ended without an exit code (qemu: $qemu); its console:" >&2
+  tail -n 40 "$run/console.log" "$run/qemu.log" >&2
+fi
+exit "$rc"

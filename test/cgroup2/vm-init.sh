@@ -1,0 +1,98 @@
+#!/bin/bash
+# PID 1 of the cgroup v2 test VM (run-in-vm.sh): mount a cgroup v2-only system, start
+# dockerd, load the images handed in, run one command in the project, report its exit
+# code and power off. No systemd: this boots in seconds under software emulation.
+#
+# From the host through qemu's fw_cfg: opt/crishim/project (the path the project disk
+# is mounted at), opt/crishim/command, opt/crishim/images (bytes of a `docker save`
+# tar on the disk with serial "images"; absent when none). Back on virtio-serial ports:
+# "output" (the command's stdout and stderr), "control" ("rc N").
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8
+cd /
+
+power_off() {
+  sync
+  busybox poweroff -f
+}
+control() { [ -w /dev/fd/3 ] && echo "$*" >&3; }
+fail() {
+  echo "vm-init: $*" | tee "${OUTPUT:-/dev/console}"
+  control "rc 125"
+  power_off
+}
+
+mountpoint -q /proc || mount -t proc proc /proc
+mountpoint -q /sys || mount -t sysfs sysfs /sys
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm /dev/mqueue
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
+mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm
+mount -t mqueue mqueue /dev/mqueue
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+
+# the one hierarchy, every controller handed down to the children as systemd would
+delegate() { for c in $(<"$1/cgroup.controllers"); do echo "+$c" >"$1/cgroup.subtree_control"; done; }
+mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup || fail "cannot mount cgroup2"
+delegate /sys/fs/cgroup
+
+# what Docker's bridge networking, the CNI plugins and the host channels need
+modprobe -a virtio_console qemu_fw_cfg overlay bridge br_netfilter veth nf_conntrack nf_nat \
+  nf_tables nft_compat nft_chain_nat nft_ct nft_masq ip_tables iptable_nat iptable_filter \
+  iptable_mangle ip6_tables ip6table_nat ip6table_filter xt_MASQUERADE xt_conntrack xt_addrtype \
+  xt_comment xt_mark xt_multiport xt_nat xt_tcpudp ip_set xt_set 2>/dev/null
+
+fw=/sys/firmware/qemu_fw_cfg/by_name/opt/crishim
+for _ in $(seq 100); do
+  [ -d "$fw" ] && ls /sys/class/virtio-ports/*/name >/dev/null 2>&1 && break
+  sleep 0.1
+done
+for port in /sys/class/virtio-ports/*; do
+  case "$(cat "$port/name")" in
+    output) OUTPUT=/dev/${port##*/} ;;
+    control) exec 3>"/dev/${port##*/}" ;;
+  esac
+done
+[ -n "${OUTPUT:-}" ] || fail "no output port"
+project=$(cat "$fw/project/raw")
+command=$(cat "$fw/command/raw")
+images=$(cat "$fw/images/raw" 2>/dev/null)
+
+disk() {
+  for b in /sys/block/vd*; do
+    [ "$(cat "$b/serial" 2>/dev/null)" = "$1" ] && echo "/dev/${b##*/}" && return
+  done
+}
+mkdir -p "$project"
+mount -o noatime "$(disk project)" "$project" || fail "cannot mount the project at $project"
+rmdir "$project/lost+found" 2>/dev/null
+
+hostname crishim-cgroup2
+ip link set lo up
+sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+
+# dockerd in a cgroup of its own, as under systemd: Docker 20.10 looks for memory.swap.max
+# in its own cgroup, and the root cgroup has none
+docker_cg=/sys/fs/cgroup/system.slice/docker.service
+mkdir -p "$docker_cg"
+delegate /sys/fs/cgroup/system.slice
+(
+  echo $BASHPID >"$docker_cg/cgroup.procs"
+  exec dockerd --exec-opt native.cgroupdriver=cgroupfs
+) >/run/dockerd.log 2>&1 &
+for _ in $(seq 600); do
+  docker version >/dev/null 2>&1 && break
+  sleep 0.5
+done
+docker version >/dev/null 2>&1 || fail "dockerd did not answer: $(tail -5 /run/dockerd.log)"
+if [ -n "$images" ]; then
+  head -c "$images" "$(disk images)" | docker load >"$OUTPUT" 2>&1 || fail "docker load failed"
+fi
+
+cd "$project" || fail "cannot enter $project"
+bash -c "$command" </dev/null >"$OUTPUT" 2>&1
+control "rc $?"
+cd /
+power_off
