@@ -24,7 +24,7 @@ root=$VM/rootfs
 if [ ! -e "$root/.crishim-complete" ]; then
   rm -rf "$root"
   echo "build-vm: debootstrap into $root (a few minutes)"
-  # the packages the e2e tests use inside the VM (setup-host.sh's list, less the compilers)
+  # what the e2e suites run in the VM call: Docker, CNI, the registry and htpasswd, ip, ping
   debootstrap --include=linux-image-amd64,docker.io,containernetworking-plugins,iproute2,iptables,kmod,procps,busybox-static,iputils-ping,docker-registry,apache2-utils,ca-certificates \
     bookworm "$root" >"$VM/debootstrap.log" 2>&1 || { tail -20 "$VM/debootstrap.log"; exit 1; }
   touch "$root/.crishim-complete"
