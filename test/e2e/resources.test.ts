@@ -12,6 +12,7 @@ import {
   teardown,
   type Crishim,
 } from './harness';
+import { CGROUP_V2, cgroupDirOf } from '../support/cgroups';
 
 /**
  * Resources and hostile config against the real Docker Engine. On cgroup v1 (the test VM)
@@ -34,18 +35,12 @@ afterAll(async () => {
   await teardown(h);
 });
 
-/** A cgroup v2 host exposes cgroup.controllers at the root of its one hierarchy. */
-const V2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
-const onV1 = V2 ? it.skip : it;
-const onV2 = V2 ? it : it.skip;
+const onV1 = CGROUP_V2 ? it.skip : it;
+const onV2 = CGROUP_V2 ? it : it.skip;
 
-/** A container's cgroup directory for `controller` (v1), or its one directory (v2), as the kernel lists it. */
+/** A container's cgroup directory for `controller` (the unified one on v2). */
 async function cgroupDir(id: string, controller: string): Promise<string | undefined> {
-  const pid = (await docker.getContainer(id).inspect()).State.Pid;
-  const lines = (await fsp.readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n').map((l) => l.split(':'));
-  const line = V2 ? lines.find((l) => l[0] === '0') : lines.find((l) => l[1]?.split(',').includes(controller));
-  if (!line) return undefined;
-  return V2 ? `/sys/fs/cgroup${line[2]}` : `/sys/fs/cgroup/${controller}${line[2]}`;
+  return cgroupDirOf((await docker.getContainer(id).inspect()).State.Pid, controller);
 }
 
 function create(name: string, resources: Record<string, unknown>): Promise<{ container_id: string }> {
@@ -90,7 +85,7 @@ describe('container resources on this host', () => {
     });
     await call(h.runtime, 'StartContainer', { container_id: id });
     const dir = await cgroupDir(id, 'hugetlb');
-    const file = dir && `${dir}/hugetlb.2MB.${V2 ? 'max' : 'limit_in_bytes'}`;
+    const file = dir && `${dir}/hugetlb.2MB.${CGROUP_V2 ? 'max' : 'limit_in_bytes'}`;
     // this VM has no hugetlb controller; the cgroup v2 VM has one
     const enforced = file !== undefined && existsSync(file);
     const limit = async (): Promise<string> => (await fsp.readFile(file as string, 'utf8')).trim();

@@ -4,9 +4,10 @@
  * container, filters, and the Stream twins.
  */
 import { execFileSync } from 'child_process';
-import { existsSync, promises as fsp } from 'fs';
+import { promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
 import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import { CGROUP_V2, cgroupDirOf } from '../support/cgroups';
 import { fdsOn } from '../support/fds';
 
 jest.setTimeout(240_000);
@@ -144,8 +145,9 @@ it('shows a working set and RSS near what a container holds', async () => {
 
 it('reads a pod with its own cgroup parent from the pod cgroup (limit included)', async () => {
   // what a kubelet does to a pod cgroup; crishim only reads it (v2: one unified directory)
-  const v2 = existsSync('/sys/fs/cgroup/cgroup.controllers');
-  const limitFile = v2 ? `/sys/fs/cgroup${PARENT}/memory.max` : `/sys/fs/cgroup/memory${PARENT}/memory.limit_in_bytes`;
+  const limitFile = CGROUP_V2
+    ? `/sys/fs/cgroup${PARENT}/memory.max`
+    : `/sys/fs/cgroup/memory${PARENT}/memory.limit_in_bytes`;
   await fsp.writeFile(limitFile, String(POD_LIMIT));
   const s = await until(
     'pod working set',
@@ -316,11 +318,7 @@ it("closes a container's cgroup files at the first stats call after its pod is g
   const ctr = await run(pod, 'app', ['sleep', '3600']);
   const pid = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', ctr], { encoding: 'utf8' }).trim());
   // where the kernel put it: the memory hierarchy on v1, the unified one on v2
-  const lines = (await fsp.readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
-  const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
-  const memoryStat = v1
-    ? `/sys/fs/cgroup/memory${v1.split(':')[2]}/memory.stat`
-    : `/sys/fs/cgroup${lines.find((l) => l.startsWith('0::'))?.slice(3)}/memory.stat`;
+  const memoryStat = `${await cgroupDirOf(pid, 'memory')}/memory.stat`;
   await Promise.all([call(h.runtime, 'ListContainerStats', {}), call(h.runtime, 'ListPodSandboxStats', {})]);
   expect(await daemonFdsOn(memoryStat)).toBe(1);
 
