@@ -1,6 +1,7 @@
 import type * as Docker from '../docker/types';
 import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
+import { cgroupDriverFor, dockerCgroupParent } from '../cgroups/cgroup-parent';
 import { DomainError, invalidArgument, isNotFound } from '../errors';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
@@ -102,6 +103,15 @@ export function checkDnsConfig(dns: SandboxConfig['dns_config']): void {
   (dns.options ?? []).forEach((v, i) => checkResolvToken(`config.dns_config.options[${i}]`, v));
 }
 
+/** The request with its cgroup parent in the form Docker's cgroup driver takes (cgroup-parent.ts). */
+async function withDockerCgroupParent(deps: ServiceDeps, config: SandboxConfig): Promise<SandboxConfig> {
+  const linux = config.linux;
+  const given = linux?.cgroup_parent ?? '';
+  const driver = await cgroupDriverFor(deps.engine, given);
+  const parent = dockerCgroupParent('config.linux.cgroup_parent', given, driver);
+  return linux && parent !== given ? { ...config, linux: { ...linux, cgroup_parent: parent } } : config;
+}
+
 async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<string | undefined> {
   if (!handler) return undefined;
   // a runtime added by a dockerd reload since the last refresh is looked up once more before refusing
@@ -135,10 +145,11 @@ export function runPodSandbox(deps: ServiceDeps) {
   /** Sandbox images known to be present, so the common path skips an inspect round trip. */
   const sandboxImageSeen = new Set<string>();
   return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
-    const config = validateConfig(req);
-    checkOwnPorts(deps.ownPorts, config);
-    const meta = checkSandboxMetadata(config.metadata);
+    const requested = validateConfig(req);
+    checkOwnPorts(deps.ownPorts, requested);
+    const meta = checkSandboxMetadata(requested.metadata);
     const runtime = await checkRuntimeHandler(deps, req.runtime_handler);
+    const config = await withDockerCgroupParent(deps, requested);
     checkOwnPorts(deps.ownPorts, config);
     const hostNetwork = config.linux?.security_context?.namespace_options?.network === 'NODE';
     const image = deps.config.podInfraContainerImage;

@@ -7,14 +7,14 @@ import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
 import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
-import { CGROUP_V2, cgroupDirOf } from '../support/cgroups';
+import { CGROUP_V2, cgroupDirOf, kubeletCgroupParent } from '../support/cgroups';
 import { fdsOn } from '../support/fds';
 
 jest.setTimeout(240_000);
 
 const HOG_BYTES = 40 * 1024 * 1024;
-/** A cgroup parent of our own (cgroupfs driver: a path under each hierarchy's root). */
-const PARENT = `/crishim-e2e-stats-${process.pid}`;
+/** A cgroup parent of our own, in the form a kubelet of Docker's cgroup driver gives it; also the pod cgroup's path under each hierarchy's root. */
+const { parent: PARENT, systemd: SYSTEMD } = kubeletCgroupParent(`stats${process.pid}`);
 const POD_LIMIT = 512 * 1024 * 1024;
 
 let h: Crishim;
@@ -71,6 +71,9 @@ async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boo
   }
 }
 
+/** A container's (or a pod's pause) main process, as Docker knows it. */
+const pidOf = (id: string): number =>
+  Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id], { encoding: 'utf8' }).trim());
 const containerStats = async (id: string) => (await call(h.runtime, 'ContainerStats', { container_id: id })).stats;
 const podStats = async (id: string) => (await call(h.runtime, 'PodSandboxStats', { pod_sandbox_id: id })).stats;
 
@@ -97,7 +100,15 @@ afterAll(async () => {
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: p.id }).catch(() => undefined);
   }
   await teardown(h);
-  // the pod cgroup this file made (empty once its containers are gone)
+  // the pod cgroup this file made (empty once its containers are gone); systemd's slices are its own to remove
+  if (SYSTEMD) {
+    try {
+      execFileSync('systemctl', ['stop', 'crishim_e2e.slice'], { stdio: 'ignore' });
+    } catch {
+      /* already gone */
+    }
+    return;
+  }
   for (const c of [
     'memory',
     'cpu,cpuacct',
@@ -141,6 +152,25 @@ it('shows a working set and RSS near what a container holds', async () => {
   expect(n(s?.memory?.usage_bytes)).toBeGreaterThanOrEqual(n(s?.memory?.working_set_bytes));
   // no limit on the container: nothing to be available against
   expect(s?.memory?.available_bytes ?? null).toBeNull();
+});
+
+it('puts a pod with a cgroup parent where the kubelet looks for it', async () => {
+  // the kubelet reads and limits the pod cgroup at the path it named, whatever Docker's driver
+  const escaped = PARENT.replace(/\./g, '\\.');
+  for (const id of [own.id, burner, hog]) {
+    const dir = await cgroupDirOf(pidOf(id), 'memory');
+    expect(dir).toMatch(new RegExp(`^/sys/fs/cgroup(/memory)?${escaped}/[^/]*${id}[^/]*$`));
+  }
+});
+
+// Docker's cgroupfs driver takes a slice path as plain directories; its systemd driver takes only slices
+(SYSTEMD ? it : it.skip)('refuses a cgroupfs parent when Docker uses systemd, naming the fix', async () => {
+  const before = (await call(h.runtime, 'ListPodSandbox', {})).items.length;
+  const config = podConfig('stats-wrong-driver', { linux: { cgroup_parent: '/crishim-e2e/pod1' } });
+  const { code, details } = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
+  expect(code).toBe(status.FAILED_PRECONDITION);
+  expect(details).toMatch(/cgroup_parent "\/crishim-e2e\/pod1" is not a systemd slice.*cgroupDriver systemd/);
+  expect((await call(h.runtime, 'ListPodSandbox', {})).items).toHaveLength(before);
 });
 
 it('reads a pod with its own cgroup parent from the pod cgroup (limit included)', async () => {
@@ -287,13 +317,10 @@ it('serves cAdvisor metrics whose label values match the descriptors', async () 
 /** The daemon's fds open on `file` (a kept /proc/<pid>/net/dev holds that pod's netns). */
 const daemonFdsOn = (file: string): Promise<number> => fdsOn(file, h.proc.pid ?? 0);
 
-const pausePid = (id: string): number =>
-  Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', id], { encoding: 'utf8' }).trim());
-
 it("lets go of a pod's network namespace when the pod stops, or its pause dies behind crishim", async () => {
   const stopped = await runPod('stats-netns-stop');
   const killed = await runPod('stats-netns-kill');
-  const files = [stopped, killed].map((p) => `/proc/${pausePid(p.id)}/net/dev`);
+  const files = [stopped, killed].map((p) => `/proc/${pidOf(p.id)}/net/dev`);
   const { stats } = await call(h.runtime, 'ListPodSandboxStats', {});
   for (const p of [stopped, killed]) {
     expect(stats.find((s) => s.attributes?.id === p.id)?.linux?.network?.default_interface?.name).toBe('eth0');

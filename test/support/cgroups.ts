@@ -1,3 +1,4 @@
+import { execFileSync } from 'child_process';
 import { existsSync, promises as fsp } from 'fs';
 
 /**
@@ -18,4 +19,20 @@ export async function cgroupDirOf(pid: number, controller: string): Promise<stri
   const line = CGROUP_V2 ? lines.find((l) => l[0] === '0') : lines.find((l) => l[1]?.split(',').includes(controller));
   if (!line) return undefined;
   return CGROUP_V2 ? `/sys/fs/cgroup${line[2]}` : `/sys/fs/cgroup/${controller}${line[2]}`;
+}
+
+/** Docker's cgroup driver (`docker info`): it decides the form a pod's cgroup parent takes. */
+export function dockerCgroupDriver(): string {
+  return execFileSync('docker', ['info', '--format', '{{.CgroupDriver}}'], { encoding: 'utf8' }).trim();
+}
+
+/**
+ * A pod cgroup parent as a kubelet of Docker's cgroup driver writes it, which is also where the
+ * pod's cgroup is, under a hierarchy's root: `/crishim-e2e-<name>` with cgroupfs, a slice path
+ * (`/crishim_e2e.slice/crishim_e2e-<name>.slice`, each name saying its ancestry) with systemd.
+ * `name` must have no `-`: in a slice's name each one means a level.
+ */
+export function kubeletCgroupParent(name: string): { parent: string; systemd: boolean } {
+  const systemd = dockerCgroupDriver() === 'systemd';
+  return { parent: systemd ? `/crishim_e2e.slice/crishim_e2e-${name}.slice` : `/crishim-e2e-${name}`, systemd };
 }

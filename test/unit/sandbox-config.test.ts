@@ -2,6 +2,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import winston from 'winston';
+import type * as Docker from '../../src/docker/types';
 import type { ServiceDeps } from '../../src/service-deps';
 import { runPodSandbox } from '../../src/rpc/run-pod-sandbox';
 import {
@@ -222,7 +223,7 @@ describe('RunPodSandbox refuses hostile config', () => {
 });
 
 /** Fakes for a full RunPodSandbox: the checkpoint write that marks the pod ready fails. */
-function failingReadyDeps() {
+function failingReadyDeps(cgroupDriver = 'cgroupfs') {
   const calls: string[] = [];
   const writes: string[] = [];
   let torn: PodNetworkRequest | undefined;
@@ -233,7 +234,7 @@ function failingReadyDeps() {
   const fake = {
     config: { podInfraContainerImage: 'pause:1', rootDirectory: '/var/lib/crishim-test' },
     sandboxOomScoreAdj: -998,
-    engine: { current: () => ({ reachable: true, runtimes: ['runc'] }) },
+    engine: { current: () => ({ reachable: true, runtimes: ['runc'], cgroupDriver }) },
     docker,
     checkpoints: {
       write: async (_id: string, body: { crishim: { phase: string } }) => {
@@ -255,8 +256,10 @@ function failingReadyDeps() {
     },
   };
   const createdId = (): unknown => docker.calls.find((c) => c.call === 'startContainer')?.args[0];
+  const createdSpec = (): Docker.ContainerCreateOptions | undefined =>
+    docker.calls.find((c) => c.call === 'createContainer')?.args[0] as Docker.ContainerCreateOptions | undefined;
   // only what RunPodSandbox reads: the rest of ServiceDeps is never touched
-  return { deps: fake as unknown as ServiceDeps, calls, writes, torn: () => torn, createdId };
+  return { deps: fake as unknown as ServiceDeps, docker, calls, writes, torn: () => torn, createdId, createdSpec };
 }
 
 describe('RunPodSandbox rollback', () => {
@@ -277,5 +280,37 @@ describe('RunPodSandbox rollback', () => {
       netnsPath: '/proc/4242/ns/net',
     });
     expect(f.torn()?.signal).toBeUndefined();
+  });
+});
+
+describe('RunPodSandbox cgroup parent and Docker cgroup driver', () => {
+  const run = async (driver: string, parent: string) => {
+    const f = failingReadyDeps(driver);
+    const err = await runPodSandbox(f.deps)({ config: pod({ cgroup_parent: parent }), runtime_handler: '' }, ctx).then(
+      () => undefined,
+      (e: { kind?: string; message: string }) => e,
+    );
+    return { err, spec: f.createdSpec(), calls: f.docker.calls.length };
+  };
+  const slicePath = '/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice';
+
+  it('gives Docker on systemd the slice name of a systemd-driver kubelet', async () => {
+    const { spec } = await run('systemd', slicePath);
+    expect(spec?.HostConfig?.CgroupParent).toBe('kubepods-besteffort-pod1.slice');
+  });
+
+  it('gives Docker on cgroupfs the path as the kubelet wrote it', async () => {
+    expect((await run('cgroupfs', '/kubepods/besteffort/pod1')).spec?.HostConfig?.CgroupParent).toBe(
+      '/kubepods/besteffort/pod1',
+    );
+  });
+
+  it('refuses a cgroupfs path when Docker uses systemd, before touching Docker', async () => {
+    const { err, spec, calls } = await run('systemd', '/kubepods/besteffort/pod1');
+    expect(err?.kind).toBe('failed-precondition');
+    expect(err?.message).toMatch(/config\.linux\.cgroup_parent "\/kubepods\/besteffort\/pod1" is not a systemd slice/);
+    expect(err?.message).toContain('cgroupDriver systemd');
+    expect(spec).toBeUndefined();
+    expect(calls).toBe(0);
   });
 });
