@@ -4,6 +4,8 @@
 # names a `docker save` tar, its images loaded. The command's output goes to stdout; the exit
 # code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 3600).
 # The VM has no network device: nothing it runs reaches past its own loopback and bridges.
+# CRISHIM_VM_CGROUP_DRIVER: cgroupfs (the default: vm-init.sh is PID 1, no systemd) or
+# systemd (systemd is PID 1 and dockerd uses its cgroup driver, as on most Kubernetes nodes).
 set -euo pipefail
 VM=${CRISHIM_VM_DIR:-/var/tmp/crishim-cgroup2-vm}
 [ $# -eq 2 ] || { echo "usage: $0 PROJECT 'COMMAND'" >&2; exit 2; }
@@ -11,6 +13,19 @@ project=$(realpath -e "$1")
 for f in root.img vmlinuz initrd.img; do
   [ -e "$VM/$f" ] || { echo "run-in-vm: no $VM/$f: run test/cgroup2/build-vm.sh first" >&2; exit 125; }
 done
+append="console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=4"
+case ${CRISHIM_VM_CGROUP_DRIVER:-cgroupfs} in
+  cgroupfs) ;;
+  systemd)
+    # a VM built before the systemd mode existed would boot the cgroupfs one without a word
+    [ -e "$VM/rootfs/etc/systemd/system/crishim-vm.service" ] ||
+      { echo "run-in-vm: $VM has no systemd mode: run test/cgroup2/build-vm.sh" >&2; exit 125; }
+    # straight into our service (build-vm.sh), which runs vm-init.sh: no getty, no multi-user
+    append+=" init=/lib/systemd/systemd systemd.unit=crishim-vm.service"
+    append+=" systemd.unified_cgroup_hierarchy=1 systemd.show_status=error"
+    ;;
+  *) echo "run-in-vm: CRISHIM_VM_CGROUP_DRIVER is cgroupfs or systemd" >&2; exit 2 ;;
+esac
 run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 
@@ -44,7 +59,7 @@ reader=$!
 timeout -k 10 "${CRISHIM_VM_TIMEOUT:-3600}" qemu-system-x86_64 -nodefaults -no-user-config -nographic \
   -monitor none -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp 2 -m 4096 \
   -no-reboot -nic none -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
-  -append "console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=4" \
+  -append "$append" \
   -serial "file:$run/console.log" \
   -drive "file=$run/root.qcow2,if=none,id=root,format=qcow2,cache=unsafe" \
   -device virtio-blk-pci,drive=root,serial=root \

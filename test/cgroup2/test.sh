@@ -2,7 +2,8 @@
 # npm run test:cgroup2: the e2e suites whose answers depend on the host's cgroups and
 # capabilities, run again inside a VM booted with cgroup v2 only (build-vm.sh makes it on
 # first use; run-in-vm.sh boots it). Needs what npm test needs, after scripts/setup-host.sh.
-# Extra arguments go to jest (e.g. -t 'a test name').
+# Extra arguments go to jest (e.g. -t 'a test name'). CRISHIM_VM_CGROUP_DRIVER=systemd: the VM
+# boots systemd and Docker uses the systemd cgroup driver (run-in-vm.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # stats read the cgroup files; resources write them; conformance and sandbox see what

@@ -1,7 +1,10 @@
 #!/bin/bash
-# PID 1 of the cgroup v2 test VM (run-in-vm.sh): mount a cgroup v2-only system, start
-# dockerd, load the images handed in, run one command in the project, report its exit
-# code and power off. No systemd: this boots in seconds under software emulation.
+# The cgroup v2 test VM's one job (run-in-vm.sh): start dockerd, load the images handed in,
+# run one command in the project, report its exit code and power off. Two modes:
+#  - PID 1 (cgroupfs, the default): no systemd, so this mounts a cgroup v2-only system
+#    itself and runs dockerd with the cgroupfs driver; boots in seconds under emulation.
+#  - run by systemd's crishim-vm.service (build-vm.sh; CRISHIM_VM_CGROUP_DRIVER=systemd):
+#    systemd has mounted everything, and starts docker.service with the systemd driver.
 #
 # From the host through qemu's fw_cfg: opt/crishim/project (the path the project disk
 # is mounted at), opt/crishim/command, opt/crishim/images (bytes of a `docker save`
@@ -22,21 +25,23 @@ fail() {
   power_off
 }
 
-mountpoint -q /proc || mount -t proc proc /proc
-mountpoint -q /sys || mount -t sysfs sysfs /sys
-mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
-mkdir -p /dev/pts /dev/shm /dev/mqueue
-mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
-mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm
-mount -t mqueue mqueue /dev/mqueue
-mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
-[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
-
 # the one hierarchy, every controller handed down to the children as systemd would
 delegate() { for c in $(<"$1/cgroup.controllers"); do echo "+$c" >"$1/cgroup.subtree_control"; done; }
-mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup || fail "cannot mount cgroup2"
-delegate /sys/fs/cgroup
+# PID 1, no systemd: the mounts systemd would have made
+if [ $$ -eq 1 ]; then
+  mountpoint -q /proc || mount -t proc proc /proc
+  mountpoint -q /sys || mount -t sysfs sysfs /sys
+  mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+  mkdir -p /dev/pts /dev/shm /dev/mqueue
+  mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
+  mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm
+  mount -t mqueue mqueue /dev/mqueue
+  mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+  [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+  mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup || fail "cannot mount cgroup2"
+  delegate /sys/fs/cgroup
+fi
 
 # what Docker's bridge networking, the CNI plugins and the host channels need
 modprobe -a virtio_console qemu_fw_cfg overlay bridge br_netfilter veth nf_conntrack nf_nat \
@@ -73,20 +78,27 @@ hostname crishim-cgroup2
 ip link set lo up
 sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 
-# dockerd in a cgroup of its own, as under systemd: Docker 20.10 looks for memory.swap.max
-# in its own cgroup, and the root cgroup has none
-docker_cg=/sys/fs/cgroup/system.slice/docker.service
-mkdir -p "$docker_cg"
-delegate /sys/fs/cgroup/system.slice
-(
-  echo $BASHPID >"$docker_cg/cgroup.procs"
-  exec dockerd --exec-opt native.cgroupdriver=cgroupfs
-) >/run/dockerd.log 2>&1 &
+if [ $$ -eq 1 ]; then
+  # dockerd in a cgroup of its own, as under systemd: Docker 20.10 looks for memory.swap.max
+  # in its own cgroup, and the root cgroup has none
+  docker_cg=/sys/fs/cgroup/system.slice/docker.service
+  mkdir -p "$docker_cg"
+  delegate /sys/fs/cgroup/system.slice
+  (
+    echo $BASHPID >"$docker_cg/cgroup.procs"
+    exec dockerd --exec-opt native.cgroupdriver=cgroupfs
+  ) >/run/dockerd.log 2>&1 &
+  dockerd_log() { tail -5 /run/dockerd.log; }
+else
+  # Debian's docker.service, as a node runs it; build-vm.sh's drop-in picks the driver
+  dockerd_log() { journalctl -b -u docker.service -u containerd.service -n 5 -o cat; }
+  systemctl start docker.service || fail "docker.service did not start: $(dockerd_log)"
+fi
 for _ in $(seq 600); do
   docker version >/dev/null 2>&1 && break
   sleep 0.5
 done
-docker version >/dev/null 2>&1 || fail "dockerd did not answer: $(tail -5 /run/dockerd.log)"
+docker version >/dev/null 2>&1 || fail "dockerd did not answer: $(dockerd_log)"
 if [ -n "$images" ]; then
   head -c "$images" "$(disk images)" | docker load >"$OUTPUT" 2>&1 || fail "docker load failed"
 fi
