@@ -2,8 +2,9 @@
 # npm run test:cgroup2: the e2e suites whose answers depend on the host's cgroups and
 # capabilities, run again inside a VM booted with cgroup v2 only (build-vm.sh makes it on
 # first use; run-in-vm.sh boots it). Needs what npm test needs, after scripts/setup-host.sh.
-# Extra arguments go to jest (e.g. -t 'a test name'). CRISHIM_VM_CGROUP_DRIVER=systemd: the VM
-# boots systemd and Docker uses the systemd cgroup driver (run-in-vm.sh).
+# Extra arguments go to jest (e.g. -t 'a test name'). It boots the VM twice, once per cgroup
+# driver of Docker (run-in-vm.sh): cgroupfs, and systemd as most nodes run it, where a pod's
+# cgroup parent takes another form; CRISHIM_VM_CGROUP_DRIVER=cgroupfs or systemd runs one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # stats read the cgroup files; resources write them; conformance and sandbox see what
@@ -16,5 +17,11 @@ trap 'rm -f "$images"' EXIT
 docker save crishim-test/busybox:latest "${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}" -o "$images"
 extra=''
 [ $# -eq 0 ] || extra=$(printf ' %q' "$@")
-CRISHIM_VM_IMAGES=$images bash test/cgroup2/run-in-vm.sh "$PWD" \
-  "node node_modules/jest/bin/jest.js --runInBand --selectProjects e2e --testPathPattern '$suites'$extra"
+failed=()
+for driver in ${CRISHIM_VM_CGROUP_DRIVER:-cgroupfs systemd}; do
+  echo "test:cgroup2: Docker's $driver cgroup driver"
+  CRISHIM_VM_CGROUP_DRIVER=$driver CRISHIM_VM_IMAGES=$images bash test/cgroup2/run-in-vm.sh "$PWD" \
+    "node node_modules/jest/bin/jest.js --runInBand --selectProjects e2e --testPathPattern '$suites'$extra" ||
+    failed+=("$driver")
+done
+[ ${#failed[@]} -eq 0 ] || { echo "test:cgroup2: failed with the ${failed[*]} driver" >&2; exit 1; }
