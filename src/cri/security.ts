@@ -149,18 +149,43 @@ export function hostHasAppArmor(): boolean {
 }
 
 /**
+ * Whether AppArmor has profile `name` loaded, from its list in securityfs; undefined where that
+ * list cannot be read (securityfs not mounted where crishim runs): runc then decides at start.
+ */
+export function appArmorProfileLoaded(
+  name: string,
+  list = '/sys/kernel/security/apparmor/profiles',
+): boolean | undefined {
+  let text: string;
+  try {
+    text = readFileSync(list, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // one profile a line: `name (enforce)`
+  return text.split('\n').some((line) => line.startsWith(`${name} (`));
+}
+
+/**
  * Docker `--security-opt apparmor=...`. Docker ignores it where AppArmor is off, so a
- * Localhost profile would silently run unconfined: refused there, as containerd does.
+ * Localhost profile would silently run unconfined: refused there, as containerd does. A profile
+ * not loaded is refused at create, as containerd does too: Docker takes it and runc fails the
+ * start, after the kubelet was told the container exists.
  */
 export function apparmorSecurityOpt(
   profile: ProfileLike | null | undefined,
   legacyName: string | undefined,
   appArmor: () => boolean = hostHasAppArmor,
+  loaded: (name: string) => boolean | undefined = appArmorProfileLoaded,
 ): string[] {
   const localhost = (name: string): string[] => {
     if (!appArmor())
       throw invalidArgument(
         `apparmor profile ${JSON.stringify(name)} requested, but AppArmor is not enabled on this host`,
+      );
+    if (loaded(name) === false)
+      throw invalidArgument(
+        `apparmor profile ${JSON.stringify(name)} is not loaded on this host (load it with apparmor_parser first)`,
       );
     return [`apparmor=${name}`];
   };

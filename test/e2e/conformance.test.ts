@@ -1,4 +1,5 @@
-import { promises as fsp } from 'fs';
+import { execFileSync } from 'child_process';
+import { existsSync, promises as fsp, readFileSync } from 'fs';
 import { status } from '@grpc/grpc-js';
 import {
   BUSYBOX,
@@ -292,6 +293,69 @@ describe('fields Docker cannot honour', () => {
     const dflt = (st.runtime_handlers ?? []).find((r) => r.name === '');
     expect(dflt?.features).toEqual({ recursive_read_only_mounts: api >= 44, user_namespaces: false });
     expect((st.runtime_handlers ?? []).map((r) => r.name)).toContain('runc');
+  });
+});
+
+/**
+ * Whether this host enforces AppArmor and lists its loaded profiles in securityfs: this VM does
+ * not; the cgroup v2 VM's systemd mode does (test/cgroup2), where Docker then confines by default.
+ */
+const APPARMOR =
+  existsSync('/sys/kernel/security/apparmor/profiles') &&
+  (() => {
+    try {
+      return readFileSync('/sys/module/apparmor/parameters/enabled', 'utf8').startsWith('Y');
+    } catch {
+      return false;
+    }
+  })();
+
+describe('AppArmor Localhost profiles', () => {
+  const localhost = (ref: string) => ({
+    linux: { security_context: { apparmor: { profile_type: 'Localhost' as const, localhost_ref: ref } } },
+  });
+
+  it('refuses at CreateContainer a profile the host cannot apply, creating nothing', async () => {
+    const pod = await runPod('apparmor-refuse');
+    const uid = (pod.config.metadata as { uid: string }).uid;
+    const before = (await containersOfPod(uid)).length;
+    const err = await codeOf(
+      call(h.runtime, 'CreateContainer', {
+        pod_sandbox_id: pod.id,
+        config: {
+          metadata: { name: 'absent', attempt: 0 },
+          image: { image: BUSYBOX },
+          ...localhost('crishim-e2e-absent'),
+        },
+        sandbox_config: pod.config,
+      }),
+    );
+    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    // where AppArmor is on, runc would fail the start only after the kubelet was told the container exists
+    expect(err.details).toMatch(
+      APPARMOR ? /"crishim-e2e-absent" is not loaded on this host/ : /AppArmor is not enabled on this host/,
+    );
+    expect((await containersOfPod(uid)).length).toBe(before);
+  });
+
+  (APPARMOR ? it : it.skip)('confines a container with a loaded one', async () => {
+    // complain mode: allows everything, and /proc/self/attr/current names it
+    execFileSync('apparmor_parser', ['-r'], {
+      input: 'profile crishim-e2e-loaded flags=(attach_disconnected,complain) {}\n',
+    });
+    try {
+      const pod = await runPod('apparmor-loaded');
+      const id = await runContainer(pod, 'loaded', localhost('localhost/crishim-e2e-loaded'));
+      // the container's own process, as the host sees it (what it execs runs in a child of the profile)
+      const pid = (await docker.getContainer(id).inspect()).State.Pid;
+      expect(readFileSync(`/proc/${pid}/attr/current`, 'utf8').replace(/\0/g, '').trim()).toBe(
+        'crishim-e2e-loaded (complain)',
+      );
+    } finally {
+      execFileSync('apparmor_parser', ['-R'], {
+        input: 'profile crishim-e2e-loaded flags=(attach_disconnected,complain) {}\n',
+      });
+    }
   });
 });
 

@@ -4,6 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import {
   apparmorSecurityOpt,
+  appArmorProfileLoaded,
   loadSeccompProfile,
   resolveSeccomp,
   SECCOMP_PROFILE_MAX_BYTES,
@@ -32,8 +33,36 @@ describe('apparmor options', () => {
     expect(apparmorSecurityOpt(null, '')).toEqual([]);
     expect(apparmorSecurityOpt({ profile_type: 'Unconfined', localhost_ref: '' }, '')).toEqual(['apparmor=unconfined']);
     expect(
-      apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' }, '', () => true),
+      apparmorSecurityOpt(
+        { profile_type: 'Localhost', localhost_ref: 'localhost/my-prof' },
+        '',
+        () => true,
+        () => true,
+      ),
     ).toEqual(['apparmor=my-prof']);
+  });
+
+  it('refuses a Localhost profile that is not loaded, and leaves an unknown list to runc', () => {
+    const loaded = (names: string[] | undefined) => (n: string) => names?.includes(n);
+    const ask = (names: string[] | undefined, ref: string) => () =>
+      apparmorSecurityOpt({ profile_type: 'Localhost', localhost_ref: ref }, '', () => true, loaded(names));
+    expect(ask(['other'], 'localhost/my-prof')).toThrow(/"my-prof" is not loaded on this host.*apparmor_parser/);
+    expect(() => apparmorSecurityOpt(null, 'localhost/my-prof', () => true, loaded([]))).toThrow(/not loaded/);
+    expect(ask(['my-prof'], 'localhost/my-prof')()).toEqual(['apparmor=my-prof']);
+    expect(ask(undefined, 'localhost/my-prof')()).toEqual(['apparmor=my-prof']);
+  });
+
+  it("reads securityfs' profile list by whole names", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crishim-apparmor-'));
+    const list = path.join(dir, 'profiles');
+    fs.writeFileSync(list, 'docker-default (enforce)\nmy-prof-2 (complain)\n/usr/bin/man (enforce)\n');
+    expect(appArmorProfileLoaded('docker-default', list)).toBe(true);
+    expect(appArmorProfileLoaded('my-prof-2', list)).toBe(true);
+    expect(appArmorProfileLoaded('/usr/bin/man', list)).toBe(true);
+    expect(appArmorProfileLoaded('my-prof', list)).toBe(false);
+    expect(appArmorProfileLoaded('docker', list)).toBe(false);
+    expect(appArmorProfileLoaded('x', path.join(dir, 'absent'))).toBeUndefined();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('refuses a Localhost profile where AppArmor is off instead of running unconfined', () => {
