@@ -339,10 +339,9 @@ describe('AppArmor Localhost profiles', () => {
   });
 
   (APPARMOR ? it : it.skip)('confines a container with a loaded one', async () => {
-    // complain mode: allows everything, and /proc/self/attr/current names it
-    execFileSync('apparmor_parser', ['-r'], {
-      input: 'profile crishim-e2e-loaded flags=(attach_disconnected,complain) {}\n',
-    });
+    // complain mode: it allows everything, and a confined process's attr/current names it
+    const profile = 'profile crishim-e2e-loaded flags=(attach_disconnected,complain) {}\n';
+    execFileSync('apparmor_parser', ['-r'], { input: profile });
     try {
       const pod = await runPod('apparmor-loaded');
       const id = await runContainer(pod, 'loaded', localhost('localhost/crishim-e2e-loaded'));
@@ -352,9 +351,7 @@ describe('AppArmor Localhost profiles', () => {
         'crishim-e2e-loaded (complain)',
       );
     } finally {
-      execFileSync('apparmor_parser', ['-R'], {
-        input: 'profile crishim-e2e-loaded flags=(attach_disconnected,complain) {}\n',
-      });
+      execFileSync('apparmor_parser', ['-R'], { input: profile });
     }
   });
 });
