@@ -1,4 +1,4 @@
-import { constants, promises as fsp, readFileSync } from 'fs';
+import { constants, existsSync, promises as fsp, readFileSync } from 'fs';
 import { internal, invalidArgument } from '../errors';
 
 /** CRI SecurityProfile as proto-loader delivers it. */
@@ -136,11 +136,17 @@ export async function loadSeccompProfile(file: string): Promise<string> {
 }
 
 let appArmorCache: boolean | undefined;
-/** Whether this host enforces AppArmor (the kernel module's own switch, which runc reads too). */
+/**
+ * Whether this host enforces AppArmor as runc sees it: the kernel module's switch on and its
+ * securityfs directory there. Where only the first holds (securityfs not mounted), runc drops
+ * a profile silently, so it counts as off.
+ */
 export function hostHasAppArmor(): boolean {
   if (appArmorCache === undefined) {
     try {
-      appArmorCache = readFileSync('/sys/module/apparmor/parameters/enabled', 'utf8').startsWith('Y');
+      appArmorCache =
+        existsSync('/sys/kernel/security/apparmor') &&
+        readFileSync('/sys/module/apparmor/parameters/enabled', 'utf8').startsWith('Y');
     } catch {
       appArmorCache = false;
     }
