@@ -343,7 +343,7 @@ it("lets go of a pod's network namespace when the pod stops, or its pause dies b
 it("closes a container's cgroup files at the first stats call after its pod is gone", async () => {
   const pod = await runPod('stats-fd-gone');
   const ctr = await run(pod, 'app', ['sleep', '3600']);
-  const pid = Number(execFileSync('docker', ['inspect', '-f', '{{.State.Pid}}', ctr], { encoding: 'utf8' }).trim());
+  const pid = pidOf(ctr);
   // where the kernel put it: the memory hierarchy on v1, the unified one on v2
   const memoryStat = `${await cgroupDirOf(pid, 'memory')}/memory.stat`;
   await Promise.all([call(h.runtime, 'ListContainerStats', {}), call(h.runtime, 'ListPodSandboxStats', {})]);
