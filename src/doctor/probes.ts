@@ -46,13 +46,21 @@ async function writeError(dir: string): Promise<string | undefined> {
   }
 }
 
+/** The /proc directories of every process whose command name (comm) is `name`. */
+async function processesNamed(name: string, proc: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const pid of (await fsp.readdir(proc)).filter((n) => /^\d+$/.test(n))) {
+    const comm = await fsp.readFile(path.join(proc, pid, 'comm'), 'utf8').catch(() => '');
+    if (comm.trim() === name) out.push(path.join(proc, pid));
+  }
+  return out;
+}
+
 /** CapBnd of every process named dockerd (hex in /proc/<pid>/status). */
 async function dockerdCapBnd(proc = '/proc'): Promise<bigint[]> {
   const out: bigint[] = [];
-  for (const pid of (await fsp.readdir(proc)).filter((n) => /^\d+$/.test(n))) {
-    const comm = await fsp.readFile(path.join(proc, pid, 'comm'), 'utf8').catch(() => '');
-    if (comm.trim() !== 'dockerd') continue;
-    const status = await fsp.readFile(path.join(proc, pid, 'status'), 'utf8').catch(() => '');
+  for (const dir of await processesNamed('dockerd', proc)) {
+    const status = await fsp.readFile(path.join(dir, 'status'), 'utf8').catch(() => '');
     const m = /^CapBnd:\s*([0-9a-f]+)$/m.exec(status);
     if (m) out.push(BigInt(`0x${m[1]}`));
   }
