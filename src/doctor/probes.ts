@@ -67,6 +67,16 @@ async function dockerdCapBnd(proc = '/proc'): Promise<bigint[]> {
   return out;
 }
 
+/** The command line of every process named kubelet (NUL-separated in /proc/<pid>/cmdline). */
+export async function kubeletArgs(proc = '/proc'): Promise<string[][]> {
+  const out: string[][] = [];
+  for (const dir of await processesNamed('kubelet', proc)) {
+    const cmdline = await fsp.readFile(path.join(dir, 'cmdline'), 'utf8').catch(() => '');
+    if (cmdline) out.push(cmdline.replace(/\0$/, '').split('\0'));
+  }
+  return out;
+}
+
 /** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */
 export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('error', 'text')): HostProbes {
   return {
@@ -89,6 +99,7 @@ export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('
     socketState,
     oomScoreFloor: () => lowestOomScoreAdj(-1000),
     dockerdCapBnd: () => dockerdCapBnd(),
+    kubeletArgs: () => kubeletArgs(),
     lastCap: async () => Number((await fsp.readFile('/proc/sys/kernel/cap_last_cap', 'utf8')).trim()),
     readText: (file) => fsp.readFile(file, 'utf8').catch(() => undefined),
     exists: (file) =>

@@ -5,6 +5,7 @@ import { criSocketCheck } from './checks/cri-socket';
 import { dockerEndpointCheck } from './checks/docker-endpoint';
 import { dockerVersionCheck } from './checks/docker-version';
 import { kernelFeaturesCheck } from './checks/kernel-features';
+import { kubeletCgroupDriverCheck } from './checks/kubelet-cgroup-driver';
 import { oomScoreCheck } from './checks/oom-score';
 import { rootDirectoryCheck } from './checks/root-directory';
 import { sandboxImageCheck } from './checks/sandbox-image';
@@ -15,6 +16,7 @@ export const CHECKS: readonly Check[] = [
   dockerEndpointCheck,
   dockerVersionCheck,
   cgroupCheck,
+  kubeletCgroupDriverCheck,
   cniConfigCheck,
   sandboxImageCheck,
   rootDirectoryCheck,

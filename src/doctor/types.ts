@@ -33,6 +33,8 @@ export interface HostProbes {
   oomScoreFloor(): Promise<number>;
   /** Bounding capability sets of the local dockerd processes (empty when none is local). */
   dockerdCapBnd(): Promise<bigint[]>;
+  /** The command line of each local kubelet process (none when no kubelet runs here). */
+  kubeletArgs(): Promise<string[][]>;
   /** The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap). */
   lastCap(): Promise<number>;
   readText(file: string): Promise<string | undefined>;

@@ -1,5 +1,5 @@
 /** `crishim doctor` against this machine's real Docker, CNI plugins and kernel. */
-import { spawnSync } from 'child_process';
+import { execFileSync, spawn, spawnSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
@@ -42,6 +42,7 @@ describe('crishim doctor', () => {
       'docker-endpoint',
       'docker-version',
       'cgroup',
+      'kubelet-cgroup-driver',
       'cni-config',
       'sandbox-image',
       'root-directory',
@@ -69,6 +70,24 @@ describe('crishim doctor', () => {
     };
     expect(parsed.ok).toBe(false);
     expect(parsed.checks.filter((c) => c.status === 'fail').map((c) => c.name)).toEqual(['cni-config']);
+  });
+
+  it("warns when a running kubelet's --cgroup-driver is not Docker's, found through /proc", async () => {
+    const docker = execFileSync('docker', ['info', '--format', '{{.CgroupDriver}}'], { encoding: 'utf8' }).trim();
+    const other = docker === 'systemd' ? 'cgroupfs' : 'systemd';
+    // a shell under the name kubelet: /proc/<pid>/comm reads "kubelet", the flag is in its command line
+    const fakeKubelet = path.join(dir, 'kubelet');
+    await fsp.copyFile('/bin/sh', fakeKubelet);
+    await fsp.chmod(fakeKubelet, 0o755);
+    const proc = spawn(fakeKubelet, ['-c', 'sleep 60; :', `--cgroup-driver=${other}`], { stdio: 'ignore' });
+    try {
+      const r = doctor(['--root-directory', path.join(dir, 'root')]);
+      expect(r.stdout).toContain(
+        `warn  kubelet-cgroup-driver  the kubelet is set to ${other} (the running kubelet's --cgroup-driver), Docker uses ${docker}`,
+      );
+    } finally {
+      proc.kill('SIGKILL');
+    }
   });
 
   it('fails on an unreachable Docker endpoint', () => {

@@ -7,6 +7,12 @@ import { criSocketCheck } from '../../src/doctor/checks/cri-socket';
 import { dockerEndpointCheck } from '../../src/doctor/checks/docker-endpoint';
 import { compareVersions, dockerVersionCheck } from '../../src/doctor/checks/docker-version';
 import { kernelFeaturesCheck } from '../../src/doctor/checks/kernel-features';
+import {
+  configuredDriver,
+  flagValue,
+  KUBEADM_KUBELET_CONFIG,
+  kubeletCgroupDriverCheck,
+} from '../../src/doctor/checks/kubelet-cgroup-driver';
 import { oomScoreCheck } from '../../src/doctor/checks/oom-score';
 import { rootDirectoryCheck } from '../../src/doctor/checks/root-directory';
 import { sandboxImageCheck } from '../../src/doctor/checks/sandbox-image';
@@ -40,6 +46,7 @@ function healthyProbes(): HostProbes {
     socketState: async () => 'absent',
     oomScoreFloor: async () => -1000,
     dockerdCapBnd: async () => [(1n << 41n) - 1n],
+    kubeletArgs: async () => [],
     lastCap: async () => 40,
     readText: async (f) => files.get(f),
     exists: async (f) => present.has(f),
@@ -102,6 +109,76 @@ describe('doctor checks: pass and fail paths', () => {
     expect(ok.found).toContain('systemd, cgroup v2');
     expect((await run(cgroupCheck, ctx({ engine: { ...reachable, cgroupDriver: undefined } }))).status).toBe('warn');
     expect((await run(cgroupCheck, ctx({ engine: unreachable }))).status).toBe('fail');
+  });
+
+  it("kubelet-cgroup-driver: reads a running kubelet, else kubeadm's file; warns on a mismatch", async () => {
+    const check = (probes: Partial<HostProbes>, engine: EngineSnapshot = reachable) =>
+      run(kubeletCgroupDriverCheck, ctx({ probes, engine }));
+    const files = (m: Record<string, string>) => async (f: string) => m[f];
+    // nothing to compare with: no kubelet process, no kubeadm file
+    const none = await check({});
+    expect(none.status).toBe('ok');
+    expect(none.found).toContain('give the kubelet cgroupDriver cgroupfs');
+    // kubeadm writes systemd; Docker here runs cgroupfs
+    const kubeadm = await check({
+      readText: files({ [KUBEADM_KUBELET_CONFIG]: 'kind: KubeletConfiguration\ncgroupDriver: systemd\n' }),
+    });
+    expect(kubeadm).toMatchObject({ status: 'warn' });
+    expect(kubeadm.found).toBe(`the kubelet is set to systemd (${KUBEADM_KUBELET_CONFIG}), Docker uses cgroupfs`);
+    expect(kubeadm.action).toContain("set the kubelet's cgroupDriver to cgroupfs");
+    // the same file agrees with a systemd Docker
+    const agree = await check(
+      { readText: files({ [KUBEADM_KUBELET_CONFIG]: 'cgroupDriver: "systemd"\n' }) },
+      { ...reachable, cgroupDriver: 'systemd' },
+    );
+    expect(agree).toMatchObject({
+      status: 'ok',
+      found: `the kubelet (${KUBEADM_KUBELET_CONFIG}) and Docker both use systemd`,
+    });
+    // a running kubelet's --config wins over kubeadm's file, and its flag over its --config
+    const running = {
+      kubeletArgs: async () => [['/usr/bin/kubelet', '--config', '/etc/k/kc.json']],
+      readText: files({
+        '/etc/k/kc.json': '{"kind":"KubeletConfiguration","cgroupDriver":"systemd"}',
+        [KUBEADM_KUBELET_CONFIG]: 'cgroupDriver: cgroupfs',
+      }),
+    };
+    expect((await check(running)).found).toBe('the kubelet is set to systemd (/etc/k/kc.json), Docker uses cgroupfs');
+    const flagged = await check({
+      ...running,
+      kubeletArgs: async () => [['kubelet', '--config=/etc/k/kc.json', '--cgroup-driver=cgroupfs']],
+    });
+    expect(flagged).toMatchObject({
+      status: 'ok',
+      found: "the kubelet (the running kubelet's --cgroup-driver) and Docker both use cgroupfs",
+    });
+    // a config without the key leaves the kubelet on its default, cgroupfs
+    const bare = await check(
+      {
+        kubeletArgs: async () => [['kubelet', '--config=/etc/k/empty.yaml']],
+        readText: files({ '/etc/k/empty.yaml': 'kind: KubeletConfiguration\n' }),
+      },
+      { ...reachable, cgroupDriver: 'systemd' },
+    );
+    expect(bare.status).toBe('warn');
+    expect(bare.found).toContain(
+      "set to cgroupfs (the running kubelet's default (/etc/k/empty.yaml sets no cgroupDriver",
+    );
+    expect((await check({}, unreachable)).status).toBe('warn');
+  });
+
+  it('kubelet-cgroup-driver parsing: pflag-style flags, YAML or JSON configs', () => {
+    expect(flagValue(['kubelet', '--cgroup-driver', 'systemd'], 'cgroup-driver')).toBe('systemd');
+    expect(flagValue(['kubelet', '--cgroup-driver=a', '--cgroup-driver=b'], 'cgroup-driver')).toBe('b');
+    expect(flagValue(['kubelet', '--cgroup-driverx=a', '--cgroup-driver'], 'cgroup-driver')).toBeUndefined();
+    expect(configuredDriver('apiVersion: kubelet.config.k8s.io/v1beta1\ncgroupDriver: systemd # kubeadm\n')).toBe(
+      'systemd',
+    );
+    expect(configuredDriver("cgroupDriver: 'cgroupfs'")).toBe('cgroupfs');
+    expect(configuredDriver('{\n  "cgroupDriver": "systemd"\n}')).toBe('systemd');
+    expect(configuredDriver('cgroupsPerQOS: true\n')).toBeUndefined();
+    expect(configuredDriver('{"kind":"KubeletConfiguration","cgroupDriver":"systemd"}')).toBe('systemd');
+    expect(configuredDriver('# cgroupDriver: systemd\n')).toBeUndefined();
   });
 
   it('cni-config: names the config and its plugins; fails naming the directory or the missing plugin', async () => {

@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { hostProbes, which } from '../../src/doctor/probes';
+import { hostProbes, kubeletArgs, which } from '../../src/doctor/probes';
 import { DockerUnreachableError } from '../../src/docker/errors';
 import { FakeEngine } from '../support/fake-engine';
 
@@ -41,6 +41,22 @@ describe('doctor host probes', () => {
     expect(await fsp.readdir(path.join(dir, 'root', 'deeper'))).toEqual([]);
     await fsp.writeFile(path.join(dir, 'file'), 'x');
     expect(await probes.writeError(path.join(dir, 'file', 'sub'))).toMatch(/ENOTDIR|EEXIST/);
+  });
+
+  it('kubeletArgs: the command line of each process named kubelet, from a /proc tree', async () => {
+    const proc = path.join(dir, 'proc');
+    const fake = async (pid: string, comm: string, cmdline: string) => {
+      await fsp.mkdir(path.join(proc, pid), { recursive: true });
+      await fsp.writeFile(path.join(proc, pid, 'comm'), `${comm}\n`);
+      await fsp.writeFile(path.join(proc, pid, 'cmdline'), cmdline);
+    };
+    await fake('17', 'kubelet', '/usr/bin/kubelet\0--config=/var/lib/kubelet/config.yaml\0--v\0\x32\0');
+    await fake('18', 'dockerd', '/usr/bin/dockerd\0');
+    await fake('19', 'kubelet', ''); // a zombie: no command line
+    await fsp.mkdir(path.join(proc, 'self'), { recursive: true });
+    expect(await kubeletArgs(proc)).toEqual([
+      ['/usr/bin/kubelet', '--config=/var/lib/kubelet/config.yaml', '--v', '2'],
+    ]);
   });
 
   it('which finds executables on PATH or in the sbin directories, not plain files', async () => {
