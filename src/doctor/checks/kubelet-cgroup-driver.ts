@@ -43,7 +43,7 @@ export async function kubeletDriver(probes: HostProbes): Promise<KubeletDriver |
     const file = flagValue(args, 'config');
     const text = file === undefined ? undefined : await probes.readText(file);
     const set = text === undefined ? undefined : configuredDriver(text);
-    if (set) return { driver: set, from: file as string };
+    if (file !== undefined && set) return { driver: set, from: file };
     const why = file === undefined ? 'no --cgroup-driver or --config' : `${file} sets no cgroupDriver or is unreadable`;
     return { driver: KUBELET_DEFAULT, from: `the running kubelet's default (${why})` };
   }
@@ -55,8 +55,9 @@ export async function kubeletDriver(probes: HostProbes): Promise<KubeletDriver |
 /**
  * The kubelet's cgroup driver against Docker's. A kubelet that asks its runtime
  * (KubeletCgroupDriverFromCRI) takes Docker's from crishim's RuntimeConfig answer and ignores
- * its own setting; an older one names pod cgroups in its own driver's form, which Docker's
- * other driver cannot place (crishim refuses such a pod, naming both drivers).
+ * its own setting; an older one names pod cgroups in its own driver's form: under Docker's
+ * systemd driver crishim refuses a cgroupfs path (naming both drivers), and under cgroupfs a
+ * slice path becomes plain directories in systemd's tree.
  */
 export const kubeletCgroupDriverCheck: Check = {
   name: 'kubelet-cgroup-driver',
