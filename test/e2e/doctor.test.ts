@@ -1,9 +1,10 @@
 /** `crishim doctor` against this machine's real Docker, CNI plugins and kernel. */
-import { execFileSync, spawn, spawnSync } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { dockerCgroupDriver } from '../support/cgroups';
 import { REPO, startCrishim, teardown, waitForLog, writeCniConfig, type Crishim } from './harness';
 
 const MAIN = path.join(REPO, 'dist', 'main.js');
@@ -73,7 +74,7 @@ describe('crishim doctor', () => {
   });
 
   it("warns when a running kubelet's --cgroup-driver is not Docker's, found through /proc", async () => {
-    const docker = execFileSync('docker', ['info', '--format', '{{.CgroupDriver}}'], { encoding: 'utf8' }).trim();
+    const docker = dockerCgroupDriver();
     const other = docker === 'systemd' ? 'cgroupfs' : 'systemd';
     // a shell under the name kubelet: /proc/<pid>/comm reads "kubelet", the flag is in its command line
     const fakeKubelet = path.join(dir, 'kubelet');

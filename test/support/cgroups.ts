@@ -22,7 +22,7 @@ export async function cgroupDirOf(pid: number, controller: string): Promise<stri
 }
 
 /** Docker's cgroup driver (`docker info`): it decides the form a pod's cgroup parent takes. */
-function dockerCgroupDriver(): string {
+export function dockerCgroupDriver(): string {
   return execFileSync('docker', ['info', '--format', '{{.CgroupDriver}}'], { encoding: 'utf8' }).trim();
 }
 
