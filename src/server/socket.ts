@@ -29,7 +29,11 @@ export function socketPathOf(endpoint: string): string {
   throw new Error(`unsupported endpoint ${JSON.stringify(endpoint)}: expected unix:///path/to.sock`);
 }
 
-/** Resolves true when something accepts connections on the socket path. */
+/**
+ * Resolves true when a process listens on the socket path. Only a refused connection
+ * (or no file) means nobody does: a live daemon whose accept queue is full, its event
+ * loop busy with a burst, refuses with EAGAIN instead, and must not lose its socket.
+ */
 export function socketAnswers(socketPath: string): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect(socketPath);
@@ -38,8 +42,9 @@ export function socketAnswers(socketPath: string): Promise<boolean> {
       resolve(alive);
     };
     sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-    sock.setTimeout(1000, () => done(false));
+    sock.once('error', (err: NodeJS.ErrnoException) => done(err.code !== 'ECONNREFUSED' && err.code !== 'ENOENT'));
+    // a Unix connect completes or fails at once; no answer at all is not a stale file either
+    sock.setTimeout(1000, () => done(true));
   });
 }
 
