@@ -1,3 +1,4 @@
+import { execFile } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { status } from '@grpc/grpc-js';
@@ -254,20 +255,24 @@ describe('daemon restart', () => {
 
 describe('socket handling', () => {
   it('refuses to start over a live socket', async () => {
-    const { spawnSync } = await import('child_process');
-    const r = spawnSync(
-      process.execPath,
-      [
-        path.join(__dirname, '..', '..', 'dist', 'main.js'),
-        '--container-runtime-endpoint',
-        `unix://${h.socket}`,
-        '--root-directory',
-        path.join(h.dir, 'other'),
-      ],
-      { encoding: 'utf8', timeout: 20_000 },
-    );
-    expect(r.status).not.toBe(0);
+    // not spawnSync: a second daemon that wrongly started serving would block jest's whole
+    // process until it exited, where this way the test fails and says so
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        [
+          path.join(__dirname, '..', '..', 'dist', 'main.js'),
+          '--container-runtime-endpoint',
+          `unix://${h.socket}`,
+          '--root-directory',
+          path.join(h.dir, 'other'),
+        ],
+        { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' },
+        (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
+      );
+    });
     expect(r.stderr).toMatch(/already serving/);
+    expect(r.code).toBe(1);
     // the live daemon is unharmed
     await expect(call(h.runtime, 'Version', {})).resolves.toBeDefined();
   });
