@@ -69,15 +69,15 @@ Description=crishim test VM: dockerd, the images, the command, power off
 AllowIsolate=yes
 Wants=dbus.service
 After=dbus.service
+# vm-init.sh powers off itself; this is for when it dies before (unit options, not [Service]'s)
+FailureAction=poweroff-force
+SuccessAction=poweroff-force
 [Service]
 Type=exec
 ExecStart=/sbin/crishim-vm-init
 StandardOutput=journal+console
 # no task limit on the tests, as in the default mode
 TasksMax=infinity
-# vm-init.sh powers off itself; this is for when it dies before
-FailureAction=poweroff-force
-SuccessAction=poweroff-force
 EOF
 mkdir -p "$root/etc/systemd/system/docker.service.d"
 cat >"$root/etc/systemd/system/docker.service.d/crishim-vm.conf" <<'EOF'
