@@ -2,7 +2,8 @@
 # run-in-vm.sh PROJECT 'COMMAND': runs COMMAND in a copy of PROJECT (at the same path) inside
 # the cgroup v2 test VM that build-vm.sh made, with dockerd up and, when CRISHIM_VM_IMAGES
 # names a `docker save` tar, its images loaded. The command's output goes to stdout; the exit
-# code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 3600).
+# code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 2400, ran
+# out: the command is stopped 180 s before, after vm-init.sh has printed what the VM was doing).
 # The VM has no network device: nothing it runs reaches past its own loopback and bridges.
 # CRISHIM_VM_CGROUP_DRIVER: cgroupfs (the default: vm-init.sh is PID 1, no systemd) or
 # systemd (systemd is PID 1 and dockerd uses its cgroup driver, as on most Kubernetes nodes).
@@ -13,7 +14,9 @@ project=$(realpath -e "$1")
 for f in root.img vmlinuz initrd.img; do
   [ -e "$VM/$f" ] || { echo "run-in-vm: no $VM/$f: run test/cgroup2/build-vm.sh first" >&2; exit 125; }
 done
-append="console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=4"
+# kernel warnings on the console too (a clocksource given up, a stalled CPU): its tail is all
+# a run that hangs past the command's own limit leaves
+append="console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=5"
 case ${CRISHIM_VM_CGROUP_DRIVER:-cgroupfs} in
   cgroupfs) ;;
   systemd)
@@ -39,6 +42,10 @@ qemu-img create -q -f qcow2 -F raw -b "$VM/root.img" "$run/root.qcow2"
 
 printf '%s' "$project" >"$run/project"
 printf '%s' "$2" >"$run/command"
+# the command's own limit, inside: time left to boot, load the images and power off
+timeout=${CRISHIM_VM_TIMEOUT:-2400}
+[ "$timeout" -gt 300 ] || { echo "run-in-vm: CRISHIM_VM_TIMEOUT must be more than 300 seconds" >&2; exit 2; }
+printf '%s' $((timeout - 180)) >"$run/timeout"
 extra=()
 if [ -n "${CRISHIM_VM_IMAGES:-}" ]; then
   stat -c %s "$CRISHIM_VM_IMAGES" | tr -d '\n' >"$run/images"
@@ -56,7 +63,7 @@ mkfifo "$run/output"
 cat "$run/output" &
 reader=$!
 # no KVM here (the CPU does not offer it to guests), so software emulation on both cores
-timeout -k 10 "${CRISHIM_VM_TIMEOUT:-3600}" qemu-system-x86_64 -nodefaults -no-user-config -nographic \
+timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nographic \
   -monitor none -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp 2 -m 4096 \
   -no-reboot -nic none -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
   -append "$append" \
@@ -69,6 +76,7 @@ timeout -k 10 "${CRISHIM_VM_TIMEOUT:-3600}" qemu-system-x86_64 -nodefaults -no-u
   -chardev "file,id=output,path=$run/output" -device virtserialport,chardev=output,name=output \
   -chardev "file,id=control,path=$run/control" -device virtserialport,chardev=control,name=control \
   -fw_cfg "name=opt/crishim/project,file=$run/project" -fw_cfg "name=opt/crishim/command,file=$run/command" \
+  -fw_cfg "name=opt/crishim/timeout,file=$run/timeout" \
   "${extra[@]}" </dev/null >"$run/qemu.log" 2>&1 && qemu=0 || qemu=$?
 # qemu may have ended before it opened the fifo: open it once so the reader sees its end
 exec 9<>"$run/output"

@@ -7,8 +7,9 @@
 #    systemd has mounted everything, and starts docker.service with the systemd driver.
 #
 # From the host through qemu's fw_cfg: opt/crishim/project (the path the project disk
-# is mounted at), opt/crishim/command, opt/crishim/images (bytes of a `docker save`
-# tar on the disk with serial "images"; absent when none). Back on virtio-serial ports:
+# is mounted at), opt/crishim/command, opt/crishim/timeout (seconds the command may run),
+# opt/crishim/images (bytes of a `docker save` tar on the disk with serial "images";
+# absent when none). Back on virtio-serial ports:
 # "output" (the command's stdout and stderr), "control" ("rc N").
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
@@ -88,10 +89,10 @@ if [ $$ -eq 1 ]; then
     echo $BASHPID >"$docker_cg/cgroup.procs"
     exec dockerd --exec-opt native.cgroupdriver=cgroupfs
   ) >/run/dockerd.log 2>&1 &
-  dockerd_log() { tail -5 /run/dockerd.log; }
+  dockerd_log() { tail -n "${1:-5}" /run/dockerd.log; }
 else
   # Debian's docker.service, as a node runs it; build-vm.sh's drop-in picks the driver
-  dockerd_log() { journalctl -b -u docker.service -u containerd.service -n 5 -o cat; }
+  dockerd_log() { journalctl -b -u docker.service -u containerd.service -n "${1:-5}" -o cat; }
   systemctl start docker.service || fail "docker.service did not start: $(dockerd_log)"
 fi
 for _ in $(seq 600); do
@@ -103,8 +104,26 @@ if [ -n "$images" ]; then
   head -c "$images" "$(disk images)" | docker load >"$OUTPUT" 2>&1 || fail "docker load failed"
 fi
 
+# what a hung run was doing, taken before it is killed: the processes and where each one
+# waits in the kernel, the containers, the kernel's list of blocked tasks, the last log lines
+diagnose() {
+  echo "vm-init: the command has run $((limit - 30)) of its $limit seconds; what the VM is doing:"
+  ps -eo pid,ppid,etimes,stat,pcpu,wchan:24,args --sort=pid | grep -v ' \[.*\]$' | cut -c1-240
+  timeout 20 docker ps -a --format '{{.ID}} {{.Status}} {{.Names}}' | head -n 40
+  dmesg --level=emerg,alert,crit,err,warn | tail -n 20
+  echo w >/proc/sysrq-trigger && sleep 1 && dmesg | sed -n '/sysrq: Show Blocked State/,$p' | tail -n 80
+  dockerd_log 40
+}
 cd "$project" || fail "cannot enter $project"
-bash -c "$command" </dev/null >"$OUTPUT" 2>&1
-control "rc $?"
+# a hang inside must end before run-in-vm.sh's own timeout kills qemu, so that it says why
+limit=$(cat "$fw/timeout/raw" 2>/dev/null || echo 2220)
+# a port opens once at a time: the command and the watchdog share one open file
+exec 4>"$OUTPUT"
+(sleep $((limit - 30)) && diagnose) >&4 2>&1 &
+watchdog=$!
+timeout -k 10 "$limit" bash -c "$command" </dev/null >&4 2>&1
+rc=$?
+kill "$watchdog" 2>/dev/null
+control "rc $rc"
 cd /
 power_off
