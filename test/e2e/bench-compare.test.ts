@@ -3,6 +3,8 @@ import * as path from 'path';
 import { call, REPO, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(300_000);
+// the bench runs synchronously: a hang must end in a failed test before jest's own limit
+const BENCH_LIMIT_MS = 240_000;
 
 // the comparison needs a second CRI runtime; a second crishim is one any machine here has
 let other: Crishim | undefined;
@@ -29,7 +31,7 @@ it('runs the kubelet load and the lifecycle against another CRI endpoint and tab
   const out = execFileSync(
     process.execPath,
     [BENCH, '--smoke', '--only=kubelet-load,lifecycle', `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`],
-    { cwd: REPO, encoding: 'utf8' },
+    { cwd: REPO, encoding: 'utf8', timeout: BENCH_LIMIT_MS, killSignal: 'SIGKILL' },
   );
   process.stdout.write(out);
   const num = '[\\d.]+';
@@ -60,7 +62,7 @@ it('stops before any section when a compared runtime cannot run the load pod', a
     const run = spawnSync(
       process.execPath,
       [BENCH, '--smoke', '--only=kubelet-load', `--compare=unix://${broken.socket}:broken-crishim:${broken.proc.pid}`],
-      { cwd: REPO, encoding: 'utf8' },
+      { cwd: REPO, encoding: 'utf8', timeout: BENCH_LIMIT_MS, killSignal: 'SIGKILL' },
     );
     expect(run.status).toBe(1);
     expect(run.stderr).toContain("--compare broken-crishim: cannot run the load's pod:");
@@ -81,7 +83,13 @@ it('removes the pod whose container step failed and names the runtime', async ()
   const run = spawnSync(
     process.execPath,
     [BENCH, '--smoke', '--only=kubelet-load', `--compare=unix://${h.socket}:other-crishim:${h.proc.pid}`],
-    { cwd: REPO, encoding: 'utf8', env: { ...process.env, CRISHIM_BENCH_IMAGE: image } },
+    {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: BENCH_LIMIT_MS,
+      killSignal: 'SIGKILL',
+      env: { ...process.env, CRISHIM_BENCH_IMAGE: image },
+    },
   );
   expect(run.status).toBe(1);
   expect(run.stderr).toContain("--compare other-crishim: cannot run the load's pod:");

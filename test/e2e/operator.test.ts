@@ -6,6 +6,9 @@ import { call, codeOf, podConfig, scrapeMetrics, startCrishim, teardown, waitFor
 
 jest.setTimeout(120_000);
 
+// a one-shot command that hangs must fail its test, not hold jest's process (spawnSync blocks it)
+const ONE_SHOT = { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' } as const;
+
 function dockerRequests(metrics: string): number {
   return metrics
     .split('\n')
@@ -120,7 +123,7 @@ describe('the CLI', () => {
   it('prints every flag with its default in --help and fails clearly on unknown flags', async () => {
     const { spawnSync } = await import('child_process');
     const main = path.join(__dirname, '..', '..', 'dist', 'main.js');
-    const help = spawnSync(process.execPath, [main, '--help'], { encoding: 'utf8' });
+    const help = spawnSync(process.execPath, [main, '--help'], ONE_SHOT);
     expect(help.status).toBe(0);
     for (const flag of [
       '--container-runtime-endpoint',
@@ -141,10 +144,10 @@ describe('the CLI', () => {
       expect(help.stdout).toContain(flag);
     }
     expect(help.stdout).toContain('(default: "unix:///run/crishim/crishim.sock")');
-    const bad = spawnSync(process.execPath, [main, '--hairpin-mode=promiscuous-bridge'], { encoding: 'utf8' });
+    const bad = spawnSync(process.execPath, [main, '--hairpin-mode=promiscuous-bridge'], ONE_SHOT);
     expect(bad.status).not.toBe(0);
     expect(bad.stderr).toMatch(/unknown option '--hairpin-mode/);
-    const version = spawnSync(process.execPath, [main, '--version'], { encoding: 'utf8' });
+    const version = spawnSync(process.execPath, [main, '--version'], ONE_SHOT);
     expect(version.stdout).toMatch(/^crishim \d+\.\d+\.\d+\nCRI API v1\nDocker API \d+\.\d+\n$/);
   });
 });

@@ -177,6 +177,8 @@ describePkg('npm run package', () => {
     expect(version).toMatch(/Docker API \d+\.\d+/);
     const doctor = spawnSync('env', ['-i', exe, 'doctor', '--root-directory', path.join(work, 'doctor-root')], {
       encoding: 'utf8',
+      timeout: 60_000,
+      killSignal: 'SIGKILL',
     });
     expect(doctor.stdout).toMatch(/^ok +docker-endpoint/m);
     expect(doctor.status).toBe(0);
