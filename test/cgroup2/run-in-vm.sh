@@ -2,7 +2,7 @@
 # run-in-vm.sh PROJECT 'COMMAND': runs COMMAND in a copy of PROJECT (at the same path) inside
 # the cgroup v2 test VM that build-vm.sh made, with dockerd up and, when CRISHIM_VM_IMAGES
 # names a `docker save` tar, its images loaded. The command's output goes to stdout; the exit
-# code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 2400, ran
+# code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 1800, ran
 # out: the command is stopped 180 s before, after vm-init.sh has printed what the VM was doing).
 # The VM has no network device: nothing it runs reaches past its own loopback and bridges.
 # CRISHIM_VM_CGROUP_DRIVER: cgroupfs (the default: vm-init.sh is PID 1, no systemd) or
@@ -35,6 +35,10 @@ trap 'rm -rf "$run"' EXIT
 # the project as a disk of its own: writes in the VM never reach this machine's copy
 kib=$(du -sk --apparent-size "$project" | cut -f1)
 files=$(find "$project" -xdev | wc -l)
+# the disks grow in $run: the project's copy, and what the VM writes (about 100 MiB a run)
+avail=$(df -Pk "$run" | awk 'NR == 2 {print $4}')
+[ "$avail" -ge $((kib + 1048576)) ] ||
+  { echo "run-in-vm: $((avail / 1024)) MiB free in $run, the VM's disks need $((kib / 1024 + 1024))" >&2; exit 125; }
 truncate -s $((kib * 2 / 1024 + 4096))M "$run/project.img"
 mkfs.ext4 -q -F -O ^has_journal -N $((files * 2 + 65536)) -d "$project" "$run/project.img"
 # the root disk as a throwaway overlay: every run starts with an empty Docker
@@ -43,7 +47,7 @@ qemu-img create -q -f qcow2 -F raw -b "$VM/root.img" "$run/root.qcow2"
 printf '%s' "$project" >"$run/project"
 printf '%s' "$2" >"$run/command"
 # the command's own limit, inside: time left to boot, load the images and power off
-timeout=${CRISHIM_VM_TIMEOUT:-2400}
+timeout=${CRISHIM_VM_TIMEOUT:-1800}
 [ "$timeout" -gt 300 ] || { echo "run-in-vm: CRISHIM_VM_TIMEOUT must be more than 300 seconds" >&2; exit 2; }
 printf '%s' $((timeout - 180)) >"$run/timeout"
 extra=()
@@ -62,15 +66,17 @@ fi
 mkfifo "$run/output"
 cat "$run/output" &
 reader=$!
-# no KVM here (the CPU does not offer it to guests), so software emulation on both cores
+# no KVM here (the CPU does not offer it to guests), so software emulation on both cores.
+# werror=report: when the host's disk fills up, qemu's default pauses the VM without a word
+# until the timeout; the guest gets I/O errors instead, which its console shows
 timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nographic \
   -monitor none -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp 2 -m 4096 \
   -no-reboot -nic none -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
   -append "$append" \
   -serial "file:$run/console.log" \
-  -drive "file=$run/root.qcow2,if=none,id=root,format=qcow2,cache=unsafe" \
+  -drive "file=$run/root.qcow2,if=none,id=root,format=qcow2,cache=unsafe,werror=report" \
   -device virtio-blk-pci,drive=root,serial=root \
-  -drive "file=$run/project.img,if=none,id=project,format=raw,cache=unsafe" \
+  -drive "file=$run/project.img,if=none,id=project,format=raw,cache=unsafe,werror=report" \
   -device virtio-blk-pci,drive=project,serial=project \
   -device virtio-rng-pci -device virtio-serial-pci \
   -chardev "file,id=output,path=$run/output" -device virtserialport,chardev=output,name=output \
@@ -87,5 +93,7 @@ if [ -z "$rc" ]; then
   [ "$qemu" = 124 ] && rc=124 || rc=125
   echo "run-in-vm: the VM ended without an exit code (qemu: $qemu); its console:" >&2
   tail -n 40 "$run/console.log" "$run/qemu.log" >&2
+  # the exit code comes back in a file there too
+  echo "run-in-vm: free where the VM's disks were: $(df -h --output=avail "$run" | tail -n1)" >&2
 fi
 exit "$rc"
