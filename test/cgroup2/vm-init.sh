@@ -106,6 +106,7 @@ fi
 
 # what a hung run was doing, taken before it is killed: the processes and where each one
 # waits in the kernel, the containers, the kernel's list of blocked tasks, the last log lines
+# of Docker and of the tests' crishims
 diagnose() {
   echo "vm-init: the command has run $((limit - 30)) of its $limit seconds; what the VM is doing:"
   ps -eo pid,ppid,etimes,stat,pcpu,wchan:24,args --sort=pid | grep -v ' \[.*\]$' | cut -c1-240
@@ -113,6 +114,10 @@ diagnose() {
   dmesg --level=emerg,alert,crit,err,warn | tail -n 20
   echo w >/proc/sysrq-trigger && sleep 1 && dmesg | sed -n '/sysrq: Show Blocked State/,$p' | tail -n 80
   dockerd_log 40
+  # the e2e harness's daemons (test/e2e/harness.ts): what each did last
+  for log in /tmp/crishim-e2e-*/crishim.log; do
+    [ -e "$log" ] && echo "== $log" && tail -n 15 "$log" | cut -c1-400
+  done
 }
 cd "$project" || fail "cannot enter $project"
 # a hang inside must end before run-in-vm.sh's own timeout kills qemu, so that it says why
