@@ -121,7 +121,7 @@ diagnose() {
 }
 cd "$project" || fail "cannot enter $project"
 # a hang inside must end before run-in-vm.sh's own timeout kills qemu, so that it says why
-limit=$(cat "$fw/timeout/raw" 2>/dev/null || echo 2220)
+limit=$(cat "$fw/timeout/raw" 2>/dev/null || echo 1620)
 # a port opens once at a time: the command and the watchdog share one open file
 exec 4>"$OUTPUT"
 (sleep $((limit - 30)) && diagnose) >&4 2>&1 &
