@@ -3,7 +3,8 @@
 # the cgroup v2 test VM that build-vm.sh made, with dockerd up and, when CRISHIM_VM_IMAGES
 # names a `docker save` tar, its images loaded. The command's output goes to stdout; the exit
 # code is the command's (125: the VM failed; 124: CRISHIM_VM_TIMEOUT seconds, default 1800, ran
-# out: the command is stopped 180 s before, after vm-init.sh has printed what the VM was doing).
+# out: the command is stopped 180 s before, after vm-init.sh has printed what the VM was doing;
+# 126: the guest stopped making progress, no heartbeat for 180 s, and was ended then).
 # The VM has no network device: nothing it runs reaches past its own loopback and bridges.
 # CRISHIM_VM_CGROUP_DRIVER: cgroupfs (the default: vm-init.sh is PID 1, no systemd) or
 # systemd (systemd is PID 1 and dockerd uses its cgroup driver, as on most Kubernetes nodes).
@@ -83,7 +84,22 @@ timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nograph
   -chardev "file,id=control,path=$run/control" -device virtserialport,chardev=control,name=control \
   -fw_cfg "name=opt/crishim/project,file=$run/project" -fw_cfg "name=opt/crishim/command,file=$run/command" \
   -fw_cfg "name=opt/crishim/timeout,file=$run/timeout" \
-  "${extra[@]}" </dev/null >"$run/qemu.log" 2>&1 && qemu=0 || qemu=$?
+  "${extra[@]}" </dev/null >"$run/qemu.log" 2>&1 &
+vm=$!
+# vm-init.sh writes "alive" on the control port every 20 s. Seen twice under emulation: the guest
+# spinning on both CPUs with its userland frozen, nothing on its console, its own watchdog
+# stopped with it; end such a VM after 180 s of silence instead of at the timeout
+frozen=0
+while kill -0 "$vm" 2>/dev/null; do
+  sleep 5
+  [ -s "$run/control" ] || continue
+  if [ $(($(date +%s) - $(stat -c %Y "$run/control"))) -gt 180 ]; then
+    frozen=1
+    kill "$vm" 2>/dev/null
+    break
+  fi
+done
+wait "$vm" && qemu=0 || qemu=$?
 # qemu may have ended before it opened the fifo: open it once so the reader sees its end
 exec 9<>"$run/output"
 exec 9>&-
@@ -91,6 +107,7 @@ wait "$reader" || true
 rc=$(sed -n 's/^rc \([0-9]*\)$/\1/p' "$run/control" | tail -n1)
 if [ -z "$rc" ]; then
   [ "$qemu" = 124 ] && rc=124 || rc=125
+  [ "$frozen" = 0 ] || { rc=126 && echo "run-in-vm: the guest sent no heartbeat for 180 s: ended" >&2; }
   echo "run-in-vm: the VM ended without an exit code (qemu: $qemu); its console:" >&2
   tail -n 40 "$run/console.log" "$run/qemu.log" >&2
   # the exit code comes back in a file there too

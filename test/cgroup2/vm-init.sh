@@ -10,7 +10,7 @@
 # is mounted at), opt/crishim/command, opt/crishim/timeout (seconds the command may run),
 # opt/crishim/images (bytes of a `docker save` tar on the disk with serial "images";
 # absent when none). Back on virtio-serial ports:
-# "output" (the command's stdout and stderr), "control" ("rc N").
+# "output" (the command's stdout and stderr), "control" ("alive" every 20 s, then "rc N").
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
 cd /
@@ -62,6 +62,8 @@ for port in /sys/class/virtio-ports/*; do
   esac
 done
 [ -n "${OUTPUT:-}" ] || fail "no output port"
+# a heartbeat for run-in-vm.sh, which ends a guest that stops making progress
+(while sleep 20; do control alive; done) &
 project=$(cat "$fw/project/raw")
 command=$(cat "$fw/command/raw")
 images=$(cat "$fw/images/raw" 2>/dev/null)
