@@ -88,12 +88,13 @@ timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nograph
 vm=$!
 # vm-init.sh writes "alive" on the control port every 20 s. Seen twice under emulation: the guest
 # spinning on both CPUs with its userland frozen, nothing on its console, its own watchdog
-# stopped with it; end such a VM after 180 s of silence instead of at the timeout
+# stopped with it; end such a VM after this many seconds of silence instead of at the timeout
+silence=180
 frozen=0
 while kill -0 "$vm" 2>/dev/null; do
   sleep 5
   [ -s "$run/control" ] || continue
-  if [ $(($(date +%s) - $(stat -c %Y "$run/control"))) -gt 180 ]; then
+  if [ $(($(date +%s) - $(stat -c %Y "$run/control"))) -gt "$silence" ]; then
     frozen=1
     kill "$vm" 2>/dev/null
     break
@@ -107,7 +108,7 @@ wait "$reader" || true
 rc=$(sed -n 's/^rc \([0-9]*\)$/\1/p' "$run/control" | tail -n1)
 if [ -z "$rc" ]; then
   [ "$qemu" = 124 ] && rc=124 || rc=125
-  [ "$frozen" = 0 ] || { rc=126 && echo "run-in-vm: the guest sent no heartbeat for 180 s: ended" >&2; }
+  [ "$frozen" = 0 ] || { rc=126 && echo "run-in-vm: the guest sent no heartbeat for $silence s: ended" >&2; }
   echo "run-in-vm: the VM ended without an exit code (qemu: $qemu); its console:" >&2
   tail -n 40 "$run/console.log" "$run/qemu.log" >&2
   # the exit code comes back in a file there too
