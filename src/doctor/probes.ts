@@ -67,14 +67,29 @@ async function dockerdCapBnd(proc = '/proc'): Promise<bigint[]> {
   return out;
 }
 
-/** The command line of every process named kubelet (NUL-separated in /proc/<pid>/cmdline). */
+/**
+ * The command line of every process named kubelet (NUL-separated in /proc/<pid>/cmdline), with
+ * a relative `--config` made absolute against the process's working directory, where the
+ * kubelet opens it (a unit with WorkingDirectory= and `--config=config.yaml`).
+ */
 export async function kubeletArgs(proc = '/proc'): Promise<string[][]> {
   const out: string[][] = [];
   for (const dir of await processesNamed('kubelet', proc)) {
     const cmdline = await fsp.readFile(path.join(dir, 'cmdline'), 'utf8').catch(() => '');
-    if (cmdline) out.push(cmdline.replace(/\0$/, '').split('\0'));
+    if (!cmdline) continue;
+    const args = cmdline.replace(/\0$/, '').split('\0');
+    const cwd = await fsp.readlink(path.join(dir, 'cwd')).catch(() => undefined);
+    out.push(cwd === undefined ? args : withConfigUnder(args, cwd));
   }
   return out;
+}
+
+function withConfigUnder(args: string[], cwd: string): string[] {
+  const absolute = (file: string): string => (path.isAbsolute(file) || file === '' ? file : path.resolve(cwd, file));
+  return args.map((arg, i) => {
+    if (arg.startsWith('--config=')) return `--config=${absolute(arg.slice('--config='.length))}`;
+    return i > 0 && args[i - 1] === '--config' ? absolute(arg) : arg;
+  });
 }
 
 /** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */

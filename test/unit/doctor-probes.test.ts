@@ -59,6 +59,24 @@ describe('doctor host probes', () => {
     ]);
   });
 
+  it('kubeletArgs: a relative --config is read from where the kubelet runs', async () => {
+    const proc = path.join(dir, 'proc-cwd');
+    const fake = async (pid: string, cwd: string, args: string[]) => {
+      await fsp.mkdir(path.join(proc, pid), { recursive: true });
+      await fsp.writeFile(path.join(proc, pid, 'comm'), 'kubelet\n');
+      await fsp.writeFile(path.join(proc, pid, 'cmdline'), `${args.join('\0')}\0`);
+      await fsp.symlink(cwd, path.join(proc, pid, 'cwd'));
+    };
+    await fake('21', '/var/lib/kubelet', ['kubelet', '--config=config.yaml', '--root-dir', 'data']);
+    await fake('22', '/srv/k', ['kubelet', '--config', '../k/kc.json']);
+    await fake('23', '/srv/k', ['kubelet', '--config', '/etc/kubelet.yaml']);
+    expect(await kubeletArgs(proc)).toEqual([
+      ['kubelet', '--config=/var/lib/kubelet/config.yaml', '--root-dir', 'data'],
+      ['kubelet', '--config', '/srv/k/kc.json'],
+      ['kubelet', '--config', '/etc/kubelet.yaml'],
+    ]);
+  });
+
   it('which finds executables on PATH or in the sbin directories, not plain files', async () => {
     expect(which('sh', { PATH: '' })).toMatch(/\/sh$/);
     await fsp.writeFile(path.join(dir, 'notexec'), 'x', { mode: 0o644 });
