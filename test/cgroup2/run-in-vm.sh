@@ -17,7 +17,8 @@ for f in root.img vmlinuz initrd.img; do
 done
 # kernel warnings on the console too (a clocksource given up, a stalled CPU): its tail is all
 # a run that hangs past the command's own limit leaves
-append="console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=5"
+# nokaslr: the kernel's data at a known physical address, read from outside if the guest freezes
+append="console=ttyS0 cgroup_no_v1=all panic=-1 loglevel=5 nokaslr"
 case ${CRISHIM_VM_CGROUP_DRIVER:-cgroupfs} in
   cgroupfs) ;;
   systemd)
@@ -71,7 +72,8 @@ reader=$!
 # werror=report: when the host's disk fills up, qemu's default pauses the VM without a word
 # until the timeout; the guest gets I/O errors instead, which its console shows
 timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nographic \
-  -monitor none -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp 2 -m 4096 \
+  -monitor none -qmp "unix:$run/qmp.sock,server=on,wait=off" \
+  -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp 2 -m 4096 \
   -no-reboot -nic none -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
   -append "$append" \
   -serial "file:$run/console.log" \
@@ -82,20 +84,24 @@ timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nograph
   -device virtio-rng-pci -device virtio-serial-pci \
   -chardev "file,id=output,path=$run/output" -device virtserialport,chardev=output,name=output \
   -chardev "file,id=control,path=$run/control" -device virtserialport,chardev=control,name=control \
+  -chardev "file,id=symbols,path=$run/symbols" -device virtserialport,chardev=symbols,name=symbols \
   -fw_cfg "name=opt/crishim/project,file=$run/project" -fw_cfg "name=opt/crishim/command,file=$run/command" \
   -fw_cfg "name=opt/crishim/timeout,file=$run/timeout" \
   "${extra[@]}" </dev/null >"$run/qemu.log" 2>&1 &
 vm=$!
-# vm-init.sh writes "alive" on the control port every 20 s. Seen twice under emulation: the guest
-# spinning on both CPUs with its userland frozen, nothing on its console, its own watchdog
-# stopped with it; end such a VM after this many seconds of silence instead of at the timeout
+# vm-init.sh writes "alive" on the control port as it starts and every 20 s. Seen twice under
+# emulation: the guest spinning on both CPUs with its userland frozen, nothing on its console,
+# its own watchdog stopped with it; end such a VM after this many seconds of silence instead
+# of at the timeout. The boot counts too: the control file was made just before qemu started,
+# and vm-init.sh's first word comes 20-60 s after
 silence=180
 frozen=0
 while kill -0 "$vm" 2>/dev/null; do
   sleep 5
-  [ -s "$run/control" ] || continue
   if [ $(($(date +%s) - $(stat -c %Y "$run/control"))) -gt "$silence" ]; then
     frozen=1
+    echo "run-in-vm: the guest's CPUs after $silence s without a heartbeat, as qemu sees them:" >&2
+    timeout 60 node "$(dirname "$0")/qmp-snapshot.mjs" "$run/qmp.sock" "$run/symbols" >&2 || true
     kill "$vm" 2>/dev/null
     break
   fi

@@ -10,7 +10,8 @@
 # is mounted at), opt/crishim/command, opt/crishim/timeout (seconds the command may run),
 # opt/crishim/images (bytes of a `docker save` tar on the disk with serial "images";
 # absent when none). Back on virtio-serial ports:
-# "output" (the command's stdout and stderr), "control" ("alive" every 20 s, then "rc N").
+# "output" (the command's stdout and stderr), "control" ("alive" at once and every 20 s, then "rc N"),
+# "symbols" (the kernel's text symbols, to name a frozen guest's CPUs from outside).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
 cd /
@@ -59,11 +60,14 @@ for port in /sys/class/virtio-ports/*; do
   case "$(cat "$port/name")" in
     output) OUTPUT=/dev/${port##*/} ;;
     control) exec 3>"/dev/${port##*/}" ;;
+    symbols) symbols=/dev/${port##*/} ;;
   esac
 done
 [ -n "${OUTPUT:-}" ] || fail "no output port"
 # a heartbeat for run-in-vm.sh, which ends a guest that stops making progress
-(while sleep 20; do control alive; done) &
+(while control alive; do sleep 20; done) &
+# what run-in-vm.sh's qmp-snapshot.mjs names instruction pointers with, if the guest freezes
+[ -z "${symbols:-}" ] || nice -n 19 grep -E ' [tT] | jiffies_64$' /proc/kallsyms >"$symbols" &
 project=$(cat "$fw/project/raw")
 command=$(cat "$fw/command/raw")
 images=$(cat "$fw/images/raw" 2>/dev/null)
