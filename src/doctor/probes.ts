@@ -1,3 +1,4 @@
+import { execFile } from 'child_process';
 import { accessSync, constants, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { DockerEngine } from '../docker/engine';
@@ -92,6 +93,24 @@ function withConfigUnder(args: string[], cwd: string): string[] {
   });
 }
 
+/**
+ * What the running kubelet's executable (its /proc exe, whatever PATH says), else the kubelet
+ * on PATH, prints for `--version`: `Kubernetes v1.32.1`. Undefined when none answers in 5 s.
+ */
+export async function kubeletVersion(
+  proc = '/proc',
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string | undefined> {
+  const [running] = await processesNamed('kubelet', proc);
+  const exe = running ? path.join(running, 'exe') : which('kubelet', env);
+  if (!exe) return undefined;
+  return new Promise((resolve) => {
+    execFile(exe, ['--version'], { timeout: 5000, killSignal: 'SIGKILL' }, (err, stdout) =>
+      resolve(err ? undefined : /\bv\d+\.\d+\.\d+\S*/.exec(stdout)?.[0]),
+    );
+  });
+}
+
 /** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */
 export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('error', 'text')): HostProbes {
   return {
@@ -115,6 +134,7 @@ export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('
     oomScoreFloor: () => lowestOomScoreAdj(-1000),
     dockerdCapBnd: () => dockerdCapBnd(),
     kubeletArgs: () => kubeletArgs(),
+    kubeletVersion: () => kubeletVersion(),
     lastCap: async () => Number((await fsp.readFile('/proc/sys/kernel/cap_last_cap', 'utf8')).trim()),
     readText: (file) => fsp.readFile(file, 'utf8').catch(() => undefined),
     exists: (file) =>

@@ -35,6 +35,8 @@ export interface HostProbes {
   dockerdCapBnd(): Promise<bigint[]>;
   /** The command line of each local kubelet process (none when no kubelet runs here). */
   kubeletArgs(): Promise<string[][]>;
+  /** `--version` of the running kubelet's executable, else of the kubelet on PATH (`v1.32.1`). */
+  kubeletVersion(): Promise<string | undefined>;
   /** The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap). */
   lastCap(): Promise<number>;
   readText(file: string): Promise<string | undefined>;

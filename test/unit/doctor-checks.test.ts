@@ -47,6 +47,7 @@ function healthyProbes(): HostProbes {
     oomScoreFloor: async () => -1000,
     dockerdCapBnd: async () => [(1n << 41n) - 1n],
     kubeletArgs: async () => [],
+    kubeletVersion: async () => undefined,
     lastCap: async () => 40,
     readText: async (f) => files.get(f),
     exists: async (f) => present.has(f),
@@ -165,6 +166,44 @@ describe('doctor checks: pass and fail paths', () => {
       "set to cgroupfs (the running kubelet's default (/etc/k/empty.yaml sets no cgroupDriver",
     );
     expect((await check({}, unreachable)).status).toBe('warn');
+  });
+
+  it('kubelet-cgroup-driver: a kubelet that takes the driver from crishim is not warned about', async () => {
+    const check = (probes: Partial<HostProbes>) =>
+      run(kubeletCgroupDriverCheck, ctx({ probes, engine: { ...reachable, cgroupDriver: 'systemd' } }));
+    const kubelet = (version: string | undefined, args: string[], config = 'kind: KubeletConfiguration\n') =>
+      check({
+        kubeletArgs: async () => [['kubelet', '--config=/k.yaml', ...args]],
+        readText: async (f) => (f === '/k.yaml' ? config : undefined),
+        kubeletVersion: async () => version,
+      });
+    // the kubelet's default, cgroupfs, against Docker's systemd
+    const beta = await kubelet('v1.31.4', []);
+    expect(beta.status).toBe('ok');
+    expect(beta.found).toBe(
+      "the kubelet v1.31.4 takes Docker's systemd from crishim's RuntimeConfig (KubeletCgroupDriverFromCRI is on " +
+        "by default in 1.31); its own setting, cgroupfs (the running kubelet's default (/k.yaml sets no cgroupDriver " +
+        'or is unreadable)), is not used',
+    );
+    const alpha = await kubelet('v1.30.0', []);
+    expect(alpha.status).toBe('warn');
+    expect(alpha.found).toContain('does not ask its runtime (KubeletCgroupDriverFromCRI is off by default in 1.30)');
+    // turned on by flag or by the configuration's featureGates, off by flag; the flag wins
+    const config = 'featureGates:\n  KubeletCgroupDriverFromCRI: true\n';
+    expect((await kubelet('v1.29.1', ['--feature-gates=KubeletCgroupDriverFromCRI=true'])).status).toBe('ok');
+    expect((await kubelet('v1.29.1', [], config)).found).toContain("configuration's featureGates sets");
+    const off = await kubelet('v1.32.0', ['--feature-gates', 'A=true,KubeletCgroupDriverFromCRI=false'], config);
+    expect(off.status).toBe('warn');
+    expect(off.found).toContain('--feature-gates sets KubeletCgroupDriverFromCRI=false');
+    // locked on from 1.34 whatever the flag; absent before 1.28; unknown version: the mismatch warns
+    expect((await kubelet('v1.34.1', ['--feature-gates=KubeletCgroupDriverFromCRI=false'])).status).toBe('ok');
+    expect((await kubelet('v1.27.3', ['--feature-gates=KubeletCgroupDriverFromCRI=true'])).status).toBe('warn');
+    const unknown = await kubelet(undefined, []);
+    expect(unknown.status).toBe('warn');
+    expect(unknown.found).toBe(
+      "the kubelet is set to cgroupfs (the running kubelet's default (/k.yaml sets no cgroupDriver or is " +
+        'unreadable)), Docker uses systemd',
+    );
   });
 
   it('kubelet-cgroup-driver parsing: pflag-style flags, YAML or JSON configs', () => {

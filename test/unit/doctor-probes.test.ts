@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { hostProbes, kubeletArgs, which } from '../../src/doctor/probes';
+import { hostProbes, kubeletArgs, kubeletVersion, which } from '../../src/doctor/probes';
 import { DockerUnreachableError } from '../../src/docker/errors';
 import { FakeEngine } from '../support/fake-engine';
 
@@ -75,6 +75,26 @@ describe('doctor host probes', () => {
       ['kubelet', '--config', '/srv/k/kc.json'],
       ['kubelet', '--config', '/etc/kubelet.yaml'],
     ]);
+  });
+
+  it("kubeletVersion: what the running kubelet's executable, else the one on PATH, says it is", async () => {
+    const bin = path.join(dir, 'bin');
+    await fsp.mkdir(bin, { recursive: true });
+    const script = async (name: string, out: string) => {
+      await fsp.writeFile(path.join(bin, name), `#!/bin/sh\n[ "$1" = --version ] && echo '${out}'\n`, { mode: 0o755 });
+      return path.join(bin, name);
+    };
+    const proc = path.join(dir, 'proc-version');
+    await fsp.mkdir(path.join(proc, '31'), { recursive: true });
+    await fsp.writeFile(path.join(proc, '31', 'comm'), 'kubelet\n');
+    await fsp.symlink(await script('running-kubelet', 'Kubernetes v1.31.2'), path.join(proc, '31', 'exe'));
+    await script('kubelet', 'Kubernetes v1.33.0-rc.1');
+    expect(await kubeletVersion(proc, { PATH: bin })).toBe('v1.31.2');
+    const none = path.join(dir, 'proc-none');
+    await fsp.mkdir(none, { recursive: true });
+    expect(await kubeletVersion(none, { PATH: bin })).toBe('v1.33.0-rc.1');
+    await script('kubelet', 'no version here');
+    expect(await kubeletVersion(none, { PATH: bin })).toBeUndefined();
   });
 
   it('which finds executables on PATH or in the sbin directories, not plain files', async () => {
