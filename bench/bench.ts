@@ -63,7 +63,7 @@ const sizes = SMOKE
   ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 }
   : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
 const PODS = Number(process.argv.find((a) => a.startsWith('--pods='))?.slice('--pods='.length)) || undefined;
-const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9 };
+const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9, tieredUp: SMOKE ? 0 : 40 };
 const stopPods = PODS ?? (SMOKE ? 4 : 20);
 const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
 const loadSizes = SMOKE
