@@ -16,8 +16,16 @@ if (!socketPath || !symbolsPath) {
 }
 const rounds = Number(roundsArg ?? 5);
 
+/** The symbols file's text; empty when the guest froze before vm-init.sh wrote it (raw addresses, then). */
+function symbolsText() {
+  try {
+    return readFileSync(symbolsPath, 'latin1');
+  } catch {
+    return '';
+  }
+}
 // kallsyms lines: address, type, name, and a module's name in brackets after a tab
-const lines = readFileSync(symbolsPath, 'latin1')
+const lines = symbolsText()
   .split('\n')
   .map((line) => line.split(/\s+/));
 /** Text symbols by address, for the greatest one at or below an instruction pointer. */
@@ -45,6 +53,10 @@ function session(path) {
   let buffered = '';
   const waiting = [];
   socket.setEncoding('utf8');
+  socket.on('error', (err) => {
+    console.error(`qmp-snapshot: ${err.message}`);
+    process.exit(1);
+  });
   socket.on('data', (chunk) => {
     buffered += chunk;
     let nl;
@@ -87,7 +99,7 @@ for (let round = 1; round <= rounds; round++) {
   const cpus = regs.split(/^(?=CPU#\d+)/m).filter((block) => block.startsWith('CPU#'));
   const described = cpus.map((block) => {
     const cpu = block.match(/^CPU#(\d+)/)[1];
-    const rip = block.match(/RIP=([0-9a-f]+)/)?.[1];
+    const rip = block.match(/[RE]IP=([0-9a-f]+)/)?.[1];
     const cpl = block.match(/CPL=(\d)/)?.[1];
     const halted = block.match(/HLT=(\d)/)?.[1] === '1';
     const where = rip === undefined ? '?' : cpl === '0' ? symbolOf(BigInt(`0x${rip}`)) : `user 0x${rip}`;
