@@ -4,6 +4,7 @@
 // before anything allocates: the young generation's size (see the module)
 import './young-generation';
 import './optimize-for-size';
+import './no-sparkplug';
 import { CommanderError } from 'commander';
 import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
