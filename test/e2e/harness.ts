@@ -99,13 +99,19 @@ export async function startCrishim(opts: StartOptions): Promise<Crishim> {
 
   const proto = loadCriProto();
   const target = `unix://${socket}`;
+  // grpc-js retries a refused connection after 1 s, then 1.6x longer each time (up to 120 s): across
+  // a restart that takes 10 s or more (the cgroup v2 VM emulates its CPU) the channels would still be
+  // backing off well after the daemon serves. Retrying at most every second follows it closely.
+  const reconnect = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 };
   const runtime = new proto.runtime.v1.RuntimeService(
     target,
     grpc.credentials.createInsecure(),
+    reconnect,
   ) as unknown as RuntimeServiceClient;
   const image = new proto.runtime.v1.ImageService(
     target,
     grpc.credentials.createInsecure(),
+    reconnect,
   ) as unknown as ImageServiceClient;
 
   const args = [
