@@ -7,13 +7,20 @@ import { setFlagsFromString } from 'v8';
  * a core (docs/benchmark-history.md, the fourteenth session): still well under cri-dockerd's CPU,
  * and what brings the RSS to the 80 MB target. V8 reads the flag as it works, so set here, first thing,
  * it holds however the daemon was started (`#!` line, `node dist/main.js`, the single
- * executable). An operator who names it in node's flags, either way, keeps that choice.
+ * executable). An operator who names it in node's flags or NODE_OPTIONS, either way, keeps that choice.
  * Answers whether it was set here.
  */
-export function optimizeForSize(execArgv: string[], set: (flags: string) => void = setFlagsFromString): boolean {
-  if (execArgv.some((f) => /^--(no-)?optimize[-_]for[-_]size$/.test(f))) return false;
+export function optimizeForSize(
+  execArgv: string[],
+  env: NodeJS.ProcessEnv,
+  set: (flags: string) => void = setFlagsFromString,
+): boolean {
+  const named = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].some((f) =>
+    /^--(no-)?optimize[-_]for[-_]size$/.test(f),
+  );
+  if (named) return false;
   set('--optimize-for-size');
   return true;
 }
 
-optimizeForSize(process.execArgv);
+optimizeForSize(process.execArgv, process.env);

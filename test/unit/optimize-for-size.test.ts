@@ -2,12 +2,14 @@ import { spawnSync } from 'child_process';
 import { optimizeForSize } from '../../src/optimize-for-size';
 
 describe('optimize for size', () => {
-  it('is set unless the operator named the flag in node’s own flags', () => {
+  it('is set unless the operator named the flag in node’s flags or NODE_OPTIONS', () => {
     const set: string[] = [];
-    expect(optimizeForSize([], (f) => set.push(f))).toBe(true);
-    expect(optimizeForSize(['--inspect=0'], (f) => set.push(f))).toBe(true);
-    expect(optimizeForSize(['--no-optimize-for-size'], (f) => set.push(f))).toBe(false);
-    expect(optimizeForSize(['--optimize_for_size'], (f) => set.push(f))).toBe(false);
+    const push = (f: string): number => set.push(f);
+    expect(optimizeForSize([], {}, push)).toBe(true);
+    expect(optimizeForSize(['--inspect=0'], { NODE_OPTIONS: '--max-old-space-size=64' }, push)).toBe(true);
+    expect(optimizeForSize(['--no-optimize-for-size'], {}, push)).toBe(false);
+    expect(optimizeForSize(['--optimize_for_size'], {}, push)).toBe(false);
+    expect(optimizeForSize([], { NODE_OPTIONS: '--v8-pool-size=1 --no-optimize-for-size' }, push)).toBe(false);
     expect(set).toEqual(['--optimize-for-size', '--optimize-for-size']);
   });
 
