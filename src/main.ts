@@ -1,10 +1,8 @@
 #!/usr/bin/env -S node --v8-pool-size=1
 // --v8-pool-size=1 on the line above (and in the unit's NODE_OPTIONS): one V8 worker thread, so one
 // malloc arena instead of four (docs/benchmark-history.md, ninth session); node reads it only at its start.
-// before anything allocates: the young generation's size (see the module)
-import './young-generation';
-import './optimize-for-size';
-import './no-sparkplug';
+// before anything allocates or compiles: the V8 flags the daemon sets on itself (see the module)
+import './v8-start-flags';
 import { CommanderError } from 'commander';
 import { buildCli, CRI_VERSION, parseConfig, VERSION, type Config } from './config';
 import { connectDocker } from './docker/client';
