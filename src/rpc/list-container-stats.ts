@@ -1,5 +1,5 @@
 import type { CallContext, RuntimeReq } from '../server/rpc';
-import type { StatsViews } from '../cri/stats-views';
+import type { StatsViews } from '../container/stats-views';
 import { toContainerStats } from '../cri/stats-convert';
 
 export function listContainerStats(source: StatsViews) {

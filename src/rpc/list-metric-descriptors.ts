@@ -1,4 +1,4 @@
-import type { StatsViews } from '../cri/stats-views';
+import type { StatsViews } from '../container/stats-views';
 import { metricDescriptors } from '../cri/metrics-cadvisor';
 
 export function listMetricDescriptors(_source: StatsViews) {

@@ -1,5 +1,5 @@
 import type { CallContext, RuntimeReq } from '../server/rpc';
-import type { StatsViews } from '../cri/stats-views';
+import type { StatsViews } from '../container/stats-views';
 import { podMetrics } from '../cri/metrics-cadvisor';
 
 export function listPodSandboxMetrics(source: StatsViews) {

@@ -1,6 +1,6 @@
 import type { CallContext, RuntimeReq } from '../server/rpc';
 import { notFound } from '../errors';
-import type { StatsViews } from '../cri/stats-views';
+import type { StatsViews } from '../container/stats-views';
 import { toPodStats } from '../cri/stats-convert';
 import { checkId } from '../cri/validation';
 

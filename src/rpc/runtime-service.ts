@@ -42,7 +42,7 @@ import { streamPodSandboxStats } from './stream-pod-sandbox-stats';
 import { listMetricDescriptors } from './list-metric-descriptors';
 import { listPodSandboxMetrics } from './list-pod-sandbox-metrics';
 import { streamPodSandboxMetrics } from './stream-pod-sandbox-metrics';
-import { createStatsViews, type StatsViews } from '../cri/stats-views';
+import { createStatsViews, type StatsViews } from '../container/stats-views';
 import { streamContainers } from './stream-containers';
 import { streamPodSandboxes } from './stream-pod-sandboxes';
 

@@ -1,5 +1,5 @@
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import type { StatsViews } from '../cri/stats-views';
+import type { StatsViews } from '../container/stats-views';
 import { podMetrics } from '../cri/metrics-cadvisor';
 import { sendChunks } from '../server/stream-chunks';
 

@@ -1,4 +1,4 @@
-import { createStatsViews } from '../../src/cri/stats-views';
+import { createStatsViews } from '../../src/container/stats-views';
 import type { ServiceDeps } from '../../src/service-deps';
 import type { StatsCollector, Target } from '../../src/stats/collector';
 import type { ContainerInfo } from '../../src/state/store';

@@ -2,9 +2,9 @@ import type * as Docker from '../docker/types';
 import type { RuntimeReq } from '../server/rpc';
 import { createStatsCollector, type StatsCollector } from '../stats/collector';
 import type { ServiceDeps } from '../service-deps';
-import { listContainers } from '../container/list';
+import { listContainers } from './list';
 import { listSandboxes } from '../sandbox/list';
-import type { ContainerView, PodView } from './stats-convert';
+import type { ContainerView, PodView } from '../cri/stats-convert';
 
 type ContainerFilter = RuntimeReq<'ListContainerStats'>['filter'];
 type PodFilter = RuntimeReq<'ListPodSandboxStats'>['filter'];
