@@ -27,7 +27,8 @@ export const START_FLAGS: readonly StartFlag[] = [
   // Sparkplug, the baseline compiler, turns every warm function's bytecode into machine code and
   // keeps it, start-up code included: under the kubelet's load the code space grew from 2.0 to
   // 3.5 MiB in seven minutes, and ten minutes read 76.9 MiB of RSS on the mean against 74.2 without
-  // it, at the same CPU within the runs' spread (twenty-sixth session). Hot paths still reach TurboFan.
+  // it (twenty-sixth session), 60 s runs in turn 75.1-75.5 against 72.3-72.6, at the same CPU and
+  // stats-call cost within the runs' spread (twenty-seventh). Hot paths still reach TurboFan.
   { flag: '--no-sparkplug', chosenBy: /^--(no-)?sparkplug$/ },
 ];
 
