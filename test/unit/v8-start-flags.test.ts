@@ -1,9 +1,12 @@
-import { execFileSync, spawnSync } from 'child_process';
+import { spawnSync } from 'child_process';
 import { operatorChose, setStartFlags, START_FLAGS } from '../../src/v8-start-flags';
 
 /** What a fresh node prints for `script` after `setFirst` ran; fails on anything written to stderr. */
 function nodeAfter(setFirst: string, script: string): string {
-  return execFileSync(process.execPath, ['-e', `${setFirst}\n${script}`], { encoding: 'utf8', env: {}, stdio: 'pipe' });
+  const r = spawnSync(process.execPath, ['-e', `${setFirst}\n${script}`], { encoding: 'utf8', env: {} });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  return r.stdout;
 }
 const setting = (flag: string): string => `require('v8').setFlagsFromString('${flag}');`;
 
