@@ -7,6 +7,7 @@ import {
   codeOf,
   containersOfPod,
   docker,
+  reservedIps,
   runLoggedPod,
   startCrishim,
   teardown,
@@ -303,6 +304,30 @@ describe('container lifecycle details', () => {
     expect((await codeOf(call(h.runtime, 'StartContainer', { container_id: 'e'.repeat(64) }))).code).toBe(
       status.NOT_FOUND,
     );
+  });
+});
+
+describe('a pod removed without a stop', () => {
+  it('loses its running and exited containers, their logs, its IP and its checkpoint', async () => {
+    const pod = await runPod('unstopped');
+    const ip = (await call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: pod.id })).status?.network?.ip ?? '';
+    expect(await reservedIps(h.cni.ipamDir)).toContain(ip);
+    const chatty = { command: ['sh', '-c', 'i=0; while :; do echo $i; i=$((i+1)); sleep 0.05; done'] };
+    const running = [await createContainer(pod, 'a', chatty), await createContainer(pod, 'b', chatty)];
+    const done = await createContainer(pod, 'done', { command: ['echo', 'bye'] });
+    for (const id of [...running, done]) await call(h.runtime, 'StartContainer', { container_id: id });
+    await waitExited(done);
+    const logs = await Promise.all([...running, done].map(async (id) => (await statusOf(id))?.log_path ?? ''));
+    for (const log of logs) await waitForFile(log, /./);
+
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });
+    expect(await containersOfPod(pod.uid)).toEqual([]);
+    for (const log of logs) await expect(fsp.stat(log)).rejects.toThrow();
+    expect(await reservedIps(h.cni.ipamDir)).not.toContain(ip);
+    expect(await fsp.readdir(path.join(h.rootDir, 'sandbox'))).not.toContain(`${pod.id}.json`);
+    expect((await codeOf(call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: pod.id }))).code).toBe(status.NOT_FOUND);
+    // twice is fine
+    await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });
   });
 });
 
