@@ -44,6 +44,21 @@ export class TeardownRetries {
   }
 }
 
+/**
+ * CNI DEL of a sandbox known by its id alone (its pod and netns gone or never recorded): the
+ * plugins learn what to release from the result cached when the network was set up.
+ */
+export function releaseCachedNetwork(network: Pick<NetworkPlugin, 'tearDownPod'>, sandboxId: string): Promise<void> {
+  return network.tearDownPod({
+    podName: '',
+    podNamespace: '',
+    podUid: '',
+    sandboxId,
+    netnsPath: '',
+    portMappings: [],
+  });
+}
+
 /** CNI DEL for cached networks whose sandbox is gone; failures stay cached for a later round (see TeardownRetries). */
 export async function releaseOrphanNetworks(
   deps: { network: OrphanNetworks },
@@ -55,14 +70,7 @@ export async function releaseOrphanNetworks(
     if (known(id)) continue;
     if (retries && !retries.due(id)) continue;
     try {
-      await deps.network.tearDownPod({
-        podName: '',
-        podNamespace: '',
-        podUid: '',
-        sandboxId: id,
-        netnsPath: '',
-        portMappings: [],
-      });
+      await releaseCachedNetwork(deps.network, id);
       retries?.succeeded(id);
       log.info('released the network of a sandbox that no longer exists', { podSandboxId: shortId(id) });
     } catch (err) {

@@ -5,7 +5,7 @@ import type { SandboxCheckpoint } from '../checkpoint/store';
 import type { ServiceDeps } from '../service-deps';
 import { CREATED_LABEL, ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { removeDockerContainer } from '../container/remove';
-import { releaseOrphanNetworks, TeardownRetries } from '../network/orphan-teardown';
+import { releaseCachedNetwork, releaseOrphanNetworks, TeardownRetries } from '../network/orphan-teardown';
 
 export interface ReconcileOptions {
   /**
@@ -89,16 +89,7 @@ function olderThan(createdAt: string | undefined, limit: bigint): boolean {
 
 async function undo(deps: ServiceDeps, id: string, log: Logger): Promise<void> {
   try {
-    if (await deps.network.podNetwork(id)) {
-      await deps.network.tearDownPod({
-        podName: '',
-        podNamespace: '',
-        podUid: '',
-        sandboxId: id,
-        netnsPath: '',
-        portMappings: [],
-      });
-    }
+    if (await deps.network.podNetwork(id)) await releaseCachedNetwork(deps.network, id);
     await removeDockerContainer(deps, id);
     await deps.checkpoints.remove(id);
   } catch (err) {
