@@ -7,7 +7,8 @@
  *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn, churn-restart,
  *                                          stats-cost, stop-pod, cycles, logs); --pods=N sizes stats-cost and stop-pod;
  *                                          --load-pods=N and --load-seconds=S size kubelet-load (a soak: S=1800;
- *                                          the raw-Docker baseline and the replaying floor keep their 60 s)
+ *                                          the raw-Docker baseline and the replaying floor keep their 60 s);
+ *                                          --lifecycle-containers=N gives each lifecycle pod N containers
  *   CRISHIM_BENCH_NODE_FLAGS=--cpu-prof    node flags for the daemon (a profile lands in the working directory)
  *   CRISHIM_BENCH_IMAGE=REF                the pods' container image (default crishim-test/busybox:latest, which
  *                                          must run `sleep`)
@@ -79,6 +80,10 @@ const loadSizesNow = {
   baselineSeconds: loadSizes.seconds,
 };
 const lifecyclePods = SMOKE ? 3 : 20;
+/** `--lifecycle-containers=3`: the lifecycle's pods with more than one container each. */
+const lifecycleContainers = Number(
+  process.argv.find((a) => a.startsWith('--lifecycle-containers='))?.slice('--lifecycle-containers='.length) ?? 1,
+);
 /** `--cycles=N`: the memory flatness section at another length. */
 const cycleSizes = {
   cycles: Number(process.argv.find((a) => a.startsWith('--cycles='))?.slice('--cycles='.length) ?? (SMOKE ? 20 : 1000)),
@@ -772,7 +777,12 @@ async function main(): Promise<void> {
       ));
     if (figures && others.length) tables.push(await compareKubeletLoad(figures, others, loadSizesNow));
     if (wanted('lifecycle')) {
-      const shape = { pods: lifecyclePods, podConfig: () => pod(false), image: BUSYBOX };
+      const shape = {
+        pods: lifecyclePods,
+        containers: lifecycleContainers,
+        podConfig: () => pod(false),
+        image: BUSYBOX,
+      };
       tables.push(await compareLifecycle([{ name: 'crishim', call: target.call }, ...others], shape));
     }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);

@@ -137,6 +137,8 @@ export type LifecycleTarget = Pick<CompareTarget, 'name' | 'call'>;
 
 export interface LifecycleShape {
   pods: number;
+  /** Containers in each pod (the kubelet's pods often carry a sidecar or two). */
+  containers: number;
   /** A fresh pod config (unique name and uid) for RunPodSandbox. */
   podConfig(): Record<string, unknown>;
   image: string;
@@ -158,8 +160,8 @@ type LifecycleCall = (typeof LIFECYCLE_CALLS)[number];
 
 /**
  * A kubelet's pod lifecycle, one call at a time so each latency is the call's own: start
- * `pods` networked pods with one container, the List and Status calls at that size, then
- * stop (container, then sandbox) and remove each.
+ * `pods` networked pods of `containers` containers, the List and Status calls at that size,
+ * then stop (containers, then sandbox) and remove each.
  */
 async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<Map<LifecycleCall, number[]>> {
   const lat = new Map<LifecycleCall, number[]>(LIFECYCLE_CALLS.map((c) => [c, []]));
@@ -173,35 +175,37 @@ async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<M
       lat.get(call)?.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
   };
-  const pods: Array<{ id: string; container?: string }> = [];
+  const pods: Array<{ id: string; containers: string[] }> = [];
   try {
     for (let i = 0; i < shape.pods; i++) {
       const config = shape.podConfig();
       const { pod_sandbox_id: id } = await timed<{ pod_sandbox_id: string }>('RunPodSandbox', { config });
-      const p: { id: string; container?: string } = { id };
+      const p = { id, containers: [] as string[] };
       pods.push(p);
-      const { container_id: c } = await timed<{ container_id: string }>('CreateContainer', {
-        pod_sandbox_id: id,
-        // exits on SIGTERM, as a well-behaved app does: StopContainer measures the runtime, not a grace period
-        config: {
-          metadata: { name: 'app', attempt: 0 },
-          image: { image: shape.image },
-          command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'],
-        },
-        sandbox_config: config,
-      });
-      p.container = c;
-      await timed('StartContainer', { container_id: c });
+      for (let k = 0; k < shape.containers; k++) {
+        const { container_id: c } = await timed<{ container_id: string }>('CreateContainer', {
+          pod_sandbox_id: id,
+          // exits on SIGTERM, as a well-behaved app does: StopContainer measures the runtime, not a grace period
+          config: {
+            metadata: { name: k ? `app-${k}` : 'app', attempt: 0 },
+            image: { image: shape.image },
+            command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'],
+          },
+          sandbox_config: config,
+        });
+        p.containers.push(c);
+        await timed('StartContainer', { container_id: c });
+      }
     }
     for (let i = 0; i < 5; i++) {
       await timed('ListPodSandbox', {});
       await timed('ListContainers', {});
       await timed('PodSandboxStatus', { pod_sandbox_id: pods[i % pods.length].id });
-      await timed('ContainerStatus', { container_id: pods[i % pods.length].container });
+      await timed('ContainerStatus', { container_id: pods[i % pods.length].containers[0] });
     }
     while (pods.length) {
       const p = pods[0];
-      if (p.container) await timed('StopContainer', { container_id: p.container, timeout: 10 });
+      for (const c of p.containers) await timed('StopContainer', { container_id: c, timeout: 10 });
       await timed('StopPodSandbox', { pod_sandbox_id: p.id });
       await timed('RemovePodSandbox', { pod_sandbox_id: p.id });
       pods.shift();
@@ -231,5 +235,6 @@ export async function compareLifecycle(targets: LifecycleTarget[], shape: Lifecy
     ...targets.map((t) => t.name),
     ...targets.slice(1).map((t) => `${targets[0].name} / ${t.name}`),
   ];
-  return `pod lifecycle, ${shape.pods} pods one call at a time, runtimes in turn\n${table(header, rows)}`;
+  const each = shape.containers === 1 ? '' : ` of ${shape.containers} containers`;
+  return `pod lifecycle, ${shape.pods} pods${each} one call at a time, runtimes in turn\n${table(header, rows)}`;
 }

@@ -37,6 +37,7 @@ describe('--compare', () => {
 /** A runtime that answers every lifecycle call at once and records them. */
 function fakeRuntime(name: string, failOn?: string): LifecycleTarget & { calls: string[] } {
   let seq = 0;
+  let ctr = 0;
   const calls: string[] = [];
   return {
     name,
@@ -46,14 +47,14 @@ function fakeRuntime(name: string, failOn?: string): LifecycleTarget & { calls: 
       calls.push(`${method} ${r.pod_sandbox_id ?? r.container_id ?? ''}`.trim());
       if (method === failOn) throw new Error('boom');
       if (method === 'RunPodSandbox') return { pod_sandbox_id: `${name}-p${++seq}` } as T;
-      if (method === 'CreateContainer') return { container_id: `${r.pod_sandbox_id}-c` } as T;
+      if (method === 'CreateContainer') return { container_id: `${r.pod_sandbox_id}-c${++ctr}` } as T;
       return {} as T;
     },
   };
 }
 
 describe('the lifecycle comparison', () => {
-  const shape = { pods: 2, podConfig: () => ({ metadata: { name: 'p' } }), image: 'img' };
+  const shape = { pods: 2, containers: 1, podConfig: () => ({ metadata: { name: 'p' } }), image: 'img' };
 
   it('runs the same pods through each runtime, stops container then sandbox, and tables both with the ratio', async () => {
     const a = fakeRuntime('crishim');
@@ -62,12 +63,25 @@ describe('the lifecycle comparison', () => {
     for (const rt of [a, b]) {
       expect(rt.calls.filter((c) => c.startsWith('RunPodSandbox'))).toHaveLength(2);
       const p = `${rt.name}-p1`;
-      expect(rt.calls.indexOf(`StopContainer ${p}-c`)).toBeLessThan(rt.calls.indexOf(`StopPodSandbox ${p}`));
+      expect(rt.calls.indexOf(`StopContainer ${p}-c1`)).toBeLessThan(rt.calls.indexOf(`StopPodSandbox ${p}`));
       expect(rt.calls.indexOf(`StopPodSandbox ${p}`)).toBeLessThan(rt.calls.indexOf(`RemovePodSandbox ${p}`));
     }
     expect(out).toMatch(/^pod lifecycle, 2 pods/);
     expect(out).toMatch(/\| p50 +\| crishim +\| other +\| crishim \/ other \|/);
     expect(out).toMatch(/\| StopPodSandbox +\| [\d.]+ ms +\| [\d.]+ ms +\| ([\d.]+|-) +\|/);
+  });
+
+  it('gives each pod as many containers as asked, all started, and stops them all before the sandbox', async () => {
+    const a = fakeRuntime('crishim');
+    const out = await compareLifecycle([a], { ...shape, containers: 3 });
+    const p = 'crishim-p1';
+    const mine = ['c1', 'c2', 'c3'].map((c) => `${p}-${c}`);
+    for (const c of mine) {
+      expect(a.calls).toContain(`StartContainer ${c}`);
+      expect(a.calls.indexOf(`StopContainer ${c}`)).toBeLessThan(a.calls.indexOf(`StopPodSandbox ${p}`));
+    }
+    expect(a.calls.filter((c) => c.startsWith('CreateContainer'))).toHaveLength(6);
+    expect(out).toMatch(/^pod lifecycle, 2 pods of 3 containers one call/);
   });
 
   it('names the runtime and call that failed, and still removes the pods it made', async () => {
