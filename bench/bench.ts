@@ -60,10 +60,16 @@ const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = process.env.CRISHIM_BENCH_IMAGE || 'crishim-test/busybox:latest';
 const docker = new Docker();
 
+/** The number given as `--NAME=N`, NaN for a value that is not one, undefined when the flag is absent. */
+function numberArg(name: string): number | undefined {
+  const value = process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  return value === undefined ? undefined : Number(value);
+}
+
 const sizes = SMOKE
   ? { overhead: 5, concurrent: 4, lists: [2, 5], cycles: 20 }
   : { overhead: 30, concurrent: 50, lists: [10, 100, 200], cycles: 1000 };
-const PODS = Number(process.argv.find((a) => a.startsWith('--pods='))?.slice('--pods='.length)) || undefined;
+const PODS = numberArg('pods') || undefined;
 const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9, tieredUp: SMOKE ? 0 : 40 };
 const stopPods = PODS ?? (SMOKE ? 4 : 20);
 const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
@@ -73,20 +79,16 @@ const loadSizes = SMOKE
 /** `--load-pods=20`: the kubelet load at another pod count; `--load-seconds=1800`: for longer (a soak). */
 const loadSizesNow = {
   ...loadSizes,
-  pods: Number(process.argv.find((a) => a.startsWith('--load-pods='))?.slice('--load-pods='.length) ?? loadSizes.pods),
-  seconds: Number(
-    process.argv.find((a) => a.startsWith('--load-seconds='))?.slice('--load-seconds='.length) ?? loadSizes.seconds,
-  ),
+  pods: numberArg('load-pods') ?? loadSizes.pods,
+  seconds: numberArg('load-seconds') ?? loadSizes.seconds,
   baselineSeconds: loadSizes.seconds,
 };
 const lifecyclePods = SMOKE ? 3 : 20;
 /** `--lifecycle-containers=3`: the lifecycle's pods with more than one container each. */
-const lifecycleContainers = Number(
-  process.argv.find((a) => a.startsWith('--lifecycle-containers='))?.slice('--lifecycle-containers='.length) ?? 1,
-);
+const lifecycleContainers = numberArg('lifecycle-containers') || 1;
 /** `--cycles=N`: the memory flatness section at another length. */
 const cycleSizes = {
-  cycles: Number(process.argv.find((a) => a.startsWith('--cycles='))?.slice('--cycles='.length) ?? (SMOKE ? 20 : 1000)),
+  cycles: numberArg('cycles') ?? (SMOKE ? 20 : 1000),
   parallel: 4,
   statsEveryMs: SMOKE ? 2000 : 10_000,
 };
