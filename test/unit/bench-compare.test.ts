@@ -53,6 +53,13 @@ function fakeRuntime(name: string, failOn?: string): LifecycleTarget & { calls: 
   };
 }
 
+/** That both calls were made, `first` before `then` (indexOf alone would take a missing call for an early one). */
+function expectInOrder(calls: string[], first: string, then: string): void {
+  expect(calls).toContain(first);
+  expect(calls).toContain(then);
+  expect(calls.indexOf(first)).toBeLessThan(calls.indexOf(then));
+}
+
 describe('the lifecycle comparison', () => {
   const shape = { pods: 2, containers: 1, podConfig: () => ({ metadata: { name: 'p' } }), image: 'img' };
 
@@ -63,8 +70,8 @@ describe('the lifecycle comparison', () => {
     for (const rt of [a, b]) {
       expect(rt.calls.filter((c) => c.startsWith('RunPodSandbox'))).toHaveLength(2);
       const p = `${rt.name}-p1`;
-      expect(rt.calls.indexOf(`StopContainer ${p}-c1`)).toBeLessThan(rt.calls.indexOf(`StopPodSandbox ${p}`));
-      expect(rt.calls.indexOf(`StopPodSandbox ${p}`)).toBeLessThan(rt.calls.indexOf(`RemovePodSandbox ${p}`));
+      expectInOrder(rt.calls, `StopContainer ${p}-c1`, `StopPodSandbox ${p}`);
+      expectInOrder(rt.calls, `StopPodSandbox ${p}`, `RemovePodSandbox ${p}`);
     }
     expect(out).toMatch(/^pod lifecycle, 2 pods/);
     expect(out).toMatch(/\| p50 +\| crishim +\| other +\| crishim \/ other \|/);
@@ -78,7 +85,7 @@ describe('the lifecycle comparison', () => {
     const mine = ['c1', 'c2', 'c3'].map((c) => `${p}-${c}`);
     for (const c of mine) {
       expect(a.calls).toContain(`StartContainer ${c}`);
-      expect(a.calls.indexOf(`StopContainer ${c}`)).toBeLessThan(a.calls.indexOf(`StopPodSandbox ${p}`));
+      expectInOrder(a.calls, `StopContainer ${c}`, `StopPodSandbox ${p}`);
     }
     expect(a.calls.filter((c) => c.startsWith('CreateContainer'))).toHaveLength(6);
     expect(out).toMatch(/^pod lifecycle, 2 pods of 3 containers one call/);
