@@ -785,7 +785,12 @@ async function main(): Promise<void> {
         podConfig: () => pod(false),
         image: BUSYBOX,
       };
-      tables.push(await compareLifecycle([{ name: 'crishim', call: target.call }, ...others], shape));
+      tables.push(
+        await compareLifecycle(
+          [{ name: 'crishim', call: target.call, pid: target.pid, usesDocker: true }, ...others],
+          shape,
+        ),
+      );
     }
     if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
     if (wanted('churn-restart'))

@@ -14,7 +14,7 @@ import {
   type LoadTarget,
   type PhaseResult,
 } from './kubelet-load';
-import { dockerdPid, mean, pct, resident, residentCell, rssSpread, type Resident } from './measure';
+import { dockerdPid, mean, pct, processCpuMs, resident, residentCell, rssSpread, type Resident } from './measure';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
   name: string;
@@ -132,8 +132,11 @@ export async function compareKubeletLoad(
   return `${title}\n${notes.map((n) => `  ${n}\n`).join('')}${table(['runtime', 'runtime CPU', 'dockerd CPU', 'runtime + dockerd', 'runtime RSS (anon)', 'RSS during, mean / max', 'relist p50 / p99', 'stats round p50 / p99', 'errors'], rows)}`;
 }
 
-/** What the lifecycle section needs of a runtime: its name and its CRI calls. */
-export type LifecycleTarget = Pick<CompareTarget, 'name' | 'call'>;
+/**
+ * What the lifecycle section needs of a runtime: its name and its CRI calls; with its pid, also
+ * the CPU it spent per pod (and dockerd's, when it drives the shared dockerd).
+ */
+export type LifecycleTarget = Pick<CompareTarget, 'name' | 'call'> & Partial<Pick<CompareTarget, 'pid' | 'usesDocker'>>;
 
 export interface LifecycleShape {
   pods: number;
@@ -158,12 +161,28 @@ const LIFECYCLE_CALLS = [
 ] as const;
 type LifecycleCall = (typeof LIFECYCLE_CALLS)[number];
 
+/** One runtime's lifecycle: each call's latencies, and the CPU ms per pod of the whole run (NaN when not measured). */
+interface LifecycleRun {
+  lat: Map<LifecycleCall, number[]>;
+  runtimeCpuPerPod: number;
+  dockerdCpuPerPod: number;
+}
+
+/** CPU ms of the runtime and of dockerd so far (NaN for what a target does not measure). */
+function lifecycleCpu(t: LifecycleTarget): { runtime: number; dockerd: number } {
+  return {
+    runtime: t.pid === undefined ? NaN : processCpuMs(t.pid),
+    dockerd: t.pid === undefined || !t.usesDocker ? NaN : processCpuMs(dockerdPid()),
+  };
+}
+
 /**
  * A kubelet's pod lifecycle, one call at a time so each latency is the call's own: start
  * `pods` networked pods of `containers` containers, the List and Status calls at that size,
  * then stop (containers, then sandbox) and remove each.
  */
-async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<Map<LifecycleCall, number[]>> {
+async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<LifecycleRun> {
+  const cpu0 = lifecycleCpu(t);
   const lat = new Map<LifecycleCall, number[]>(LIFECYCLE_CALLS.map((c) => [c, []]));
   const timed = async <T>(call: LifecycleCall, req: unknown): Promise<T> => {
     const t0 = process.hrtime.bigint();
@@ -210,6 +229,12 @@ async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<M
       await timed('RemovePodSandbox', { pod_sandbox_id: p.id });
       pods.shift();
     }
+    const cpu1 = lifecycleCpu(t);
+    return {
+      lat,
+      runtimeCpuPerPod: (cpu1.runtime - cpu0.runtime) / shape.pods,
+      dockerdCpuPerPod: (cpu1.dockerd - cpu0.dockerd) / shape.pods,
+    };
   } finally {
     // after a failure: whatever is left goes, without timing
     for (const p of pods) {
@@ -217,24 +242,34 @@ async function lifecycleOn(t: LifecycleTarget, shape: LifecycleShape): Promise<M
       await t.call('RemovePodSandbox', { pod_sandbox_id: p.id }).catch(() => undefined);
     }
   }
-  return lat;
 }
 
 /** The lifecycle p50s of crishim (the first target) and each other runtime, with crishim's ratio to each. */
 export async function compareLifecycle(targets: LifecycleTarget[], shape: LifecycleShape): Promise<string> {
-  const results: Array<Map<LifecycleCall, number[]>> = [];
+  const results: LifecycleRun[] = [];
   for (const t of targets) results.push(await lifecycleOn(t, shape));
-  const p50 = (i: number, call: LifecycleCall): number => pct(results[i].get(call) ?? [], 50);
-  const rows = LIFECYCLE_CALLS.map((call) => [
-    call,
-    ...targets.map((_, i) => ms(p50(i, call))),
-    ...targets.slice(1).map((_, i) => ratio(p50(0, call), p50(i + 1, call))),
-  ]);
+  const row = (what: string, of: (r: LifecycleRun) => number): string[] => [
+    what,
+    ...results.map((r) => ms(of(r))),
+    ...results.slice(1).map((r) => ratio(of(results[0]), of(r))),
+  ];
+  // a runtime that does not drive dockerd adds none of its CPU
+  const both = (r: LifecycleRun): number =>
+    r.runtimeCpuPerPod + (Number.isNaN(r.dockerdCpuPerPod) ? 0 : r.dockerdCpuPerPod);
+  const rows = [
+    ...LIFECYCLE_CALLS.map((call) => row(`${call} p50`, (r) => pct(r.lat.get(call) ?? [], 50))),
+    row('runtime CPU per pod', (r) => r.runtimeCpuPerPod),
+    row('dockerd CPU per pod', (r) => r.dockerdCpuPerPod),
+    row('runtime + dockerd CPU per pod', both),
+  ];
   const header = [
-    'p50',
+    'call',
     ...targets.map((t) => t.name),
     ...targets.slice(1).map((t) => `${targets[0].name} / ${t.name}`),
   ];
   const each = shape.containers === 1 ? '' : ` of ${shape.containers} containers`;
-  return `pod lifecycle, ${shape.pods} pods${each} one call at a time, runtimes in turn\n${table(header, rows)}`;
+  const title = `pod lifecycle, ${shape.pods} pods${each} one call at a time, runtimes in turn`;
+  // containerd's shims are processes of their own, one per pod: not in its figure
+  const note = "CPU per pod: the whole run (the calls above) divided by the pods; a runtime's own process only";
+  return `${title}\n  ${note}\n${table(header, rows)}`;
 }

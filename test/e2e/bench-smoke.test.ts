@@ -71,7 +71,11 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
     'StopPodSandbox',
     'RemovePodSandbox',
   ]) {
-    expect(out).toMatch(new RegExp(`pod lifecycle, 3 pods one call at a time[^]*\\| ${call} +\\| [\\d.]+ ms +\\|`));
+    expect(out).toMatch(new RegExp(`pod lifecycle, 3 pods one call at a time[^]*\\| ${call} p50 +\\| [\\d.]+ ms +\\|`));
+  }
+  // and what crishim and dockerd spent on each pod of it
+  for (const who of ['runtime', 'dockerd', 'runtime \\+ dockerd']) {
+    expect(out).toMatch(new RegExp(`pod lifecycle, 3 pods[^]*\\| ${who} CPU per pod +\\| [\\d.]+ ms +\\|`));
   }
   // logs: every line exactly once, with and without a kill -9, and the same-run Docker figures
   expect(out).toMatch(/logs: 20,000-line burst .*\| exactly once, \+[\d.]+ s +\| written in [\d.]+ s +\| ok/);

@@ -74,8 +74,10 @@ describe('the lifecycle comparison', () => {
       expectInOrder(rt.calls, `StopPodSandbox ${p}`, `RemovePodSandbox ${p}`);
     }
     expect(out).toMatch(/^pod lifecycle, 2 pods/);
-    expect(out).toMatch(/\| p50 +\| crishim +\| other +\| crishim \/ other \|/);
-    expect(out).toMatch(/\| StopPodSandbox +\| [\d.]+ ms +\| [\d.]+ ms +\| ([\d.]+|-) +\|/);
+    expect(out).toMatch(/\| call +\| crishim +\| other +\| crishim \/ other \|/);
+    expect(out).toMatch(/\| StopPodSandbox p50 +\| [\d.]+ ms +\| [\d.]+ ms +\| ([\d.]+|-) +\|/);
+    // no pid given: no CPU figure, rather than a made-up one
+    expect(out).toMatch(/\| runtime CPU per pod +\| - +\| - +\| - +\|/);
   });
 
   it('gives each pod as many containers as asked, all started, and stops them all before the sandbox', async () => {
@@ -89,6 +91,14 @@ describe('the lifecycle comparison', () => {
     }
     expect(a.calls.filter((c) => c.startsWith('CreateContainer'))).toHaveLength(6);
     expect(out).toMatch(/^pod lifecycle, 2 pods of 3 containers one call/);
+  });
+
+  it("counts a runtime's own CPU per pod when it has a pid, and dockerd's only when it drives dockerd", async () => {
+    const a = { ...fakeRuntime('crishim'), pid: process.pid, usesDocker: false };
+    const out = await compareLifecycle([a], shape);
+    expect(out).toMatch(/\| runtime CPU per pod +\| [\d.]+ ms +\|/);
+    expect(out).toMatch(/\| dockerd CPU per pod +\| - +\|/);
+    expect(out).toMatch(/\| runtime \+ dockerd CPU per pod +\| [\d.]+ ms +\|/);
   });
 
   it('names the runtime and call that failed, and still removes the pods it made', async () => {
