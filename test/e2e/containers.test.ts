@@ -4,6 +4,7 @@ import { status } from '@grpc/grpc-js';
 import {
   BUSYBOX,
   call,
+  checkpointFiles,
   codeOf,
   containersOfPod,
   docker,
@@ -324,7 +325,7 @@ describe('a pod removed without a stop', () => {
     expect(await containersOfPod(pod.uid)).toEqual([]);
     for (const log of logs) await expect(fsp.stat(log)).rejects.toThrow();
     expect(await reservedIps(h.cni.ipamDir)).not.toContain(ip);
-    expect(await fsp.readdir(path.join(h.rootDir, 'sandbox'))).not.toContain(`${pod.id}.json`);
+    expect(await checkpointFiles(h)).not.toContain(`${pod.id}.json`);
     expect((await codeOf(call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: pod.id }))).code).toBe(status.NOT_FOUND);
     // twice is fine
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod.id });

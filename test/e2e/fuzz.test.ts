@@ -8,7 +8,7 @@ import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import * as protobuf from 'protobufjs';
 import { PROTO_PATH } from '../../src/server/proto';
-import { call, codeOf, startCrishim, teardown, type Crishim } from './harness';
+import { call, checkpointFiles, codeOf, startCrishim, teardown, type Crishim } from './harness';
 
 jest.setTimeout(180_000);
 
@@ -192,9 +192,7 @@ it(`survives ${FUZZ_MS} ms of random requests to every RPC and leaks nothing (se
     .map((c) => c.id)
     .filter((id) => !before.containers.has(id));
   expect(after).toEqual([]);
-  expect(
-    (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')),
-  ).toEqual([]);
+  expect(await checkpointFiles(h)).toEqual([]);
   expect(await fsp.readdir(h.cniCacheDir).catch(() => [])).toEqual([]);
 });
 

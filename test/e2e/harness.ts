@@ -288,6 +288,13 @@ export async function containersOfPod(uid: string): Promise<Docker.ContainerInfo
   return docker.listContainers({ all: true, filters: { label: [`io.kubernetes.pod.uid=${uid}`] } });
 }
 
+/** The sandbox checkpoints (`<pod id>.json`) a daemon keeps under its root; none when the directory is gone. */
+export async function checkpointFiles(d: { rootDir: string }): Promise<string[]> {
+  return (await fsp.readdir(path.join(d.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) =>
+    f.endsWith('.json'),
+  );
+}
+
 /** host-local reservation files (one per IP) under a dataDir, any network. */
 export async function reservedIps(ipamDir: string): Promise<string[]> {
   const out: string[] = [];

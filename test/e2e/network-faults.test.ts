@@ -5,7 +5,17 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { call, codeOf, containersOfPod, podConfig, reservedIps, startCrishim, teardown, type Crishim } from './harness';
+import {
+  call,
+  checkpointFiles,
+  codeOf,
+  containersOfPod,
+  podConfig,
+  reservedIps,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 
 jest.setTimeout(180_000);
 
@@ -72,9 +82,7 @@ async function expectClean(uid: string): Promise<void> {
   expect(await containersOfPod(uid)).toEqual([]);
   expect(await reservedIps(h.cni.ipamDir)).toEqual([]);
   expect(await fsp.readdir(h.cniCacheDir).catch(() => [])).toEqual([]);
-  expect(
-    (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) => f.endsWith('.json')),
-  ).toEqual([]);
+  expect(await checkpointFiles(h)).toEqual([]);
 }
 
 it('a failing plugin fails RunPodSandbox with its message and the bridge IP is released', async () => {

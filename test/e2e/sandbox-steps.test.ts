@@ -5,10 +5,10 @@
  */
 import { randomBytes } from 'crypto';
 import { promises as fsp } from 'fs';
-import * as path from 'path';
 import { status } from '@grpc/grpc-js';
 import {
   call,
+  checkpointFiles,
   codeOf,
   containersOfPod,
   docker,
@@ -44,9 +44,7 @@ async function dockerHas(ref: string): Promise<boolean> {
 
 /** Everything a sandbox of `uid` could leave: containers, checkpoints, CNI cache entries, IP reservations. */
 async function leftovers(d: Crishim, uid: string): Promise<unknown[]> {
-  const checkpoints = (await fsp.readdir(path.join(d.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) =>
-    f.endsWith('.json'),
-  );
+  const checkpoints = await checkpointFiles(d);
   const cache = await fsp.readdir(d.cniCacheDir).catch(() => [] as string[]);
   return [...(await containersOfPod(uid)), ...checkpoints, ...cache, ...(await reservedIps(d.cni.ipamDir))];
 }

@@ -5,6 +5,7 @@ import { status } from '@grpc/grpc-js';
 import { lowestOomScoreAdj } from '../../src/docker/oom-score';
 import {
   call,
+  checkpointFiles,
   codeOf,
   containersOfPod,
   docker,
@@ -27,12 +28,6 @@ afterAll(() => teardown(h));
 function ipInSubnet(ip: string, subnet: string): boolean {
   const prefix = subnet.split('.').slice(0, 3).join('.') + '.';
   return ip.startsWith(prefix);
-}
-
-async function checkpointFiles(): Promise<string[]> {
-  return (await fsp.readdir(path.join(h.rootDir, 'sandbox')).catch(() => [] as string[])).filter((f) =>
-    f.endsWith('.json'),
-  );
 }
 
 async function cacheFiles(): Promise<string[]> {
@@ -91,7 +86,7 @@ describe('pod sandbox lifecycle with CNI', () => {
     expect(addr).toContain(`${ip}/`);
     expect(() => sh('ping', ['-c', '1', '-W', '3', ip])).not.toThrow();
     expect(await reservedIps(h.cni.ipamDir)).toContain(ip);
-    expect(await checkpointFiles()).toContain(`${id}.json`);
+    expect(await checkpointFiles(h)).toContain(`${id}.json`);
 
     // list with filters
     const byLabel = await call(h.runtime, 'ListPodSandbox', { filter: { label_selector: { test: 'lifecycle' } } });
@@ -113,7 +108,7 @@ describe('pod sandbox lifecycle with CNI', () => {
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
     expect(await containersOfPod(uid)).toEqual([]);
-    expect(await checkpointFiles()).toEqual([]);
+    expect(await checkpointFiles(h)).toEqual([]);
     expect((await codeOf(call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: id }))).code).toBe(status.NOT_FOUND);
   });
 
@@ -204,7 +199,7 @@ describe('CNI failure', () => {
       const err = await codeOf(call(h.runtime, 'RunPodSandbox', { config }));
       expect(err.details).toContain('crishim-missing-plugin');
       expect(await containersOfPod((config.metadata as { uid: string }).uid)).toEqual([]);
-      expect(await checkpointFiles()).toEqual([]);
+      expect(await checkpointFiles(h)).toEqual([]);
       expect(await cacheFiles()).toEqual([]);
       expect(await reservedIps(h.cni.ipamDir)).toEqual([]);
     } finally {
@@ -249,7 +244,7 @@ describe('daemon restart', () => {
     await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: id });
     expect(await reservedIps(h.cni.ipamDir)).not.toContain(ip);
     await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: id });
-    expect(await checkpointFiles()).toEqual([]);
+    expect(await checkpointFiles(h)).toEqual([]);
   });
 });
 
