@@ -101,6 +101,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     confDir: config.cniConfDir,
     binDirs: config.cniBinDirs,
     cacheDir: config.cniCacheDir,
+    execDir: path.join(config.rootDirectory, 'cni-exec'),
     execTimeoutMs: config.cniExecTimeoutSeconds * 1000,
     logger,
     midNetworkHook: () => crashAt('sandbox:mid-network'),

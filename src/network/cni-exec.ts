@@ -1,6 +1,6 @@
-import { spawn } from 'child_process';
 import type { PluginConf } from './cni-config';
 import { findPlugin } from './cni-config';
+import { directLauncher, type PluginLauncher } from './cni-launch';
 
 export type CniCommand = 'ADD' | 'DEL' | 'CHECK';
 
@@ -20,16 +20,13 @@ export interface CniInvocation {
   signal?: AbortSignal;
 }
 
-/** A plugin printing more than this is broken; stop buffering rather than grow without bound. */
-const MAX_OUTPUT = 1 << 20;
-
 /** CNI_ARGS as the kubelet's CNI code builds it. */
 export function cniArgs(args: Record<string, string>): string {
   return ['IgnoreUnknown=1', ...Object.entries(args).map(([k, v]) => `${k}=${v}`)].join(';');
 }
 
 /** The plugin's whole environment: PATH (plugins run iptables, ip...) plus the CNI_* variables, nothing else of ours. */
-export function cniEnv(inv: CniInvocation): NodeJS.ProcessEnv {
+export function cniEnv(inv: CniInvocation): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
     CNI_COMMAND: inv.command,
@@ -67,62 +64,54 @@ export function pluginFailure(stdout: string, stderr: string, status: string): {
 }
 
 /** Runs one plugin binary with its config on stdin; resolves with its parsed stdout (ADD) or undefined. */
-export function execPlugin(conf: PluginStdin, inv: CniInvocation): Promise<unknown> {
+export async function execPlugin(
+  conf: PluginStdin,
+  inv: CniInvocation,
+  launcher: PluginLauncher = directLauncher,
+): Promise<unknown> {
   const fail = (why: string, code?: number): CniPluginError => new CniPluginError(conf.type, inv.command, code, why);
   const bin = findPlugin(conf.type, inv.binDirs);
-  if (!bin) return Promise.reject(fail(`binary not found in ${inv.binDirs.join(':')}`));
-  // an already-aborted signal never fires 'abort': check before spawning anything
-  if (inv.signal?.aborted) return Promise.reject(fail('cancelled'));
-  return new Promise((resolve, reject) => {
-    // its own process group, so a timeout also kills what the plugin started (a shell script's sleep, iptables...)
-    const child = spawn(bin, [], { env: cniEnv(inv), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    let stdout = '';
-    let stderr = '';
-    let settled = false;
-    const finish = (err: Error | null, value?: unknown): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      inv.signal?.removeEventListener('abort', onAbort);
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const kill = (why: string): void => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-      finish(fail(why));
-    };
-    const timer = setTimeout(() => kill(`timed out after ${inv.timeoutMs} ms`), inv.timeoutMs);
-    const onAbort = (): void => kill('cancelled');
-    inv.signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (c: Buffer) => {
-      if (stdout.length < MAX_OUTPUT) stdout += c.toString('utf8');
+  if (!bin) throw fail(`binary not found in ${inv.binDirs.join(':')}`);
+  // an already-aborted signal never fires 'abort': check before starting anything
+  if (inv.signal?.aborted) throw fail('cancelled');
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    const run = launcher.launch(bin, cniEnv(inv), JSON.stringify(conf));
+    const stopped = new Promise<never>((_, reject) => {
+      const kill = (why: string): void => {
+        run.kill();
+        reject(fail(why));
+      };
+      timer = setTimeout(() => kill(`timed out after ${inv.timeoutMs} ms`), inv.timeoutMs);
+      onAbort = () => kill('cancelled');
+      inv.signal?.addEventListener('abort', onAbort, { once: true });
     });
-    child.stderr.on('data', (c: Buffer) => {
-      if (stderr.length < MAX_OUTPUT) stderr += c.toString('utf8');
-    });
-    child.on('error', (err) => finish(fail(err.message)));
-    child.on('close', (code, sig) => {
-      if (code !== 0) {
-        const f = pluginFailure(stdout, stderr, sig ? `killed by ${sig}` : `exit code ${String(code)}`);
-        return finish(fail(f.msg, f.code));
-      }
-      // an ADD that prints nothing is off-spec but harmless: the caller keeps the previous result
-      if (inv.command !== 'ADD' || !stdout.trim()) return finish(null, undefined);
-      try {
-        const result = JSON.parse(stdout) as unknown;
-        if (typeof result !== 'object' || result === null) throw new Error('not an object');
-        finish(null, result);
-      } catch {
-        finish(fail(`unparsable result: ${stdout.slice(0, 200)}`));
-      }
-    });
-    child.stdin.on('error', () => undefined); // a plugin may exit before reading its config
-    child.stdin.end(JSON.stringify(conf));
-  });
+    const exit = await Promise.race([run.done.catch((err: Error) => Promise.reject(fail(err.message))), stopped]);
+    if (exit.code !== 0) {
+      const status = exit.signal ? `killed by ${exit.signal}` : `exit code ${String(exit.code)}`;
+      const f = pluginFailure(exit.stdout, exit.stderr, status);
+      throw fail(f.msg, f.code);
+    }
+    // an ADD that prints nothing is off-spec but harmless: the caller keeps the previous result
+    if (inv.command !== 'ADD' || !exit.stdout.trim()) return undefined;
+    return parseResult(exit.stdout, fail);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) inv.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A plugin's ADD output as a JSON object, else the error saying what it printed. */
+function parseResult(stdout: string, fail: (why: string) => CniPluginError): unknown {
+  let result: unknown;
+  try {
+    result = JSON.parse(stdout) as unknown;
+  } catch {
+    throw fail(`unparsable result: ${stdout.slice(0, 200)}`);
+  }
+  if (typeof result !== 'object' || result === null) throw fail(`unparsable result: ${stdout.slice(0, 200)}`);
+  return result;
 }
 
 /** Pod IPs of a CNI result (0.3.0+ `ips`, or 0.2.0 `ip4`/`ip6`), prefix length stripped, IPv4 first. */

@@ -2,6 +2,7 @@ import { existsSync } from 'fs';
 import type { Logger } from '../logging/logger';
 import { probeConfDirSync } from './cni-config';
 import { execPlugin, resultIps } from './cni-exec';
+import { directLauncher, pluginLauncher } from './cni-launch';
 import { CniConfigWatcher, fsWatchDir } from './config-watcher';
 import { cleanupIpMasq, needsIpMasqCleanup } from './ipmasq';
 import { nonePlugin } from './none-plugin';
@@ -17,6 +18,8 @@ export interface NetworkPluginOptions {
   confDir: string;
   binDirs: string[];
   cacheDir: string;
+  /** Scratch space of the shell that starts plugins; without it, crishim spawns them itself. */
+  execDir?: string;
   logger: Logger;
   /** Per plugin invocation; the plugin is killed after it. Default 60 s. */
   execTimeoutMs?: number;
@@ -44,8 +47,10 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
   });
   let podCidr = '';
   const cache = lazyResultCache(() => createResultCache(opts.cacheDir));
+  const launch = opts.execDir ? pluginLauncher(opts.execDir) : { launcher: directLauncher, why: 'spawned by crishim' };
+  logger.info(`CNI plugins: ${launch.why}`);
   const chain = new PluginChain({
-    exec: execPlugin,
+    exec: (conf, inv) => execPlugin(conf, inv, launch.launcher),
     binDirs: opts.binDirs,
     timeoutMs: opts.execTimeoutMs ?? 60_000,
     podCidr: () => podCidr,
@@ -102,6 +107,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
 
     close() {
       configs.close();
+      launch.launcher.close();
     },
   };
 }

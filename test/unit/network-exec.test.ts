@@ -4,26 +4,26 @@
  * DEL order, errors, undo of a failed ADD, timeouts, cancellation, and DEL from
  * the cache after a restart.
  */
-import { promises as fsp, readFileSync } from 'fs';
+import { existsSync, promises as fsp, readdirSync, readFileSync } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
 import { cniArgs, cniEnv, execPlugin, pluginFailure, resultIps } from '../../src/network/cni-exec';
+import { directLauncher, MAX_OUTPUT, ShellLauncher, type PluginLauncher } from '../../src/network/cni-launch';
 import { createNetworkPlugin } from '../../src/network/plugin-manager';
 import { pluginStdin } from '../../src/network/plugin-stdin';
 import type { NetworkPlugin, PodNetworkRequest } from '../../src/network/types';
 
 const quiet = winston.createLogger({ silent: true });
 
-/** Records each call to calls.jsonl beside itself; behaviour picked by its file name. */
+/** Records each call (its whole environment, its stdin) to calls.jsonl beside itself; behaviour picked by its file name. */
 const FAKE = `#!/usr/bin/env node
 const fs = require('fs');
 const path = require('path');
 const me = path.basename(process.argv[1]);
 const stdin = fs.readFileSync(0, 'utf8');
-const env = {};
-for (const k of Object.keys(process.env)) if (k.startsWith('CNI_') || k === 'PATH') env[k] = process.env[k];
+const env = { ...process.env };
 fs.appendFileSync(path.join(__dirname, 'calls.jsonl'), JSON.stringify({ plugin: me, env, stdin: JSON.parse(stdin) }) + '\\n');
 const conf = JSON.parse(stdin);
 const cmd = process.env.CNI_COMMAND;
@@ -91,6 +91,8 @@ const make = (execTimeoutMs?: number): NetworkPlugin =>
     confDir,
     binDirs: ['/nonexistent-first', bin],
     cacheDir,
+    // the daemon's way: plugins started by the shell launcher
+    execDir: path.join(dir, 'exec'),
     logger: quiet,
     execTimeoutMs,
     probeIntervalMs: 60_000,
@@ -439,27 +441,90 @@ describe('runaway plugins', () => {
     expect(await p.cachedSandboxes()).toEqual([ID]);
   });
 
-  it('an abort kills the plugin at once; an already-aborted signal starts nothing', async () => {
-    const conf = { type: 'fake-hang', name: 'n', cniVersion: '0.4.0' };
-    const inv = {
-      command: 'ADD' as const,
-      containerId: ID,
-      netns: '',
-      ifName: 'eth0',
-      args: {},
-      binDirs: [bin],
-      timeoutMs: 60_000,
-    };
-    const ac = new AbortController();
-    const t0 = Date.now();
-    const run = execPlugin(conf, { ...inv, signal: ac.signal });
-    setTimeout(() => ac.abort(), 300);
-    await expect(run).rejects.toThrow('CNI plugin fake-hang ADD failed: cancelled');
-    expect(Date.now() - t0).toBeLessThan(3000);
-    await fsp.rm(path.join(bin, 'hang.pid'), { force: true });
-    await expect(execPlugin(conf, { ...inv, signal: ac.signal })).rejects.toThrow(/cancelled/);
-    await new Promise((r) => setTimeout(r, 200));
-    await expect(fsp.stat(path.join(bin, 'hang.pid'))).rejects.toThrow(/ENOENT/);
+  describe.each([
+    ["Node's spawn", (): PluginLauncher => directLauncher],
+    ['the shell launcher', (): PluginLauncher => new ShellLauncher(path.join(dir, 'exec'))],
+  ])('started by %s', (_, launcher) => {
+    it('an abort kills the plugin and what it started at once; an already-aborted signal starts nothing', async () => {
+      const conf = { type: 'fake-hang', name: 'n', cniVersion: '0.4.0' };
+      const inv = {
+        command: 'ADD' as const,
+        containerId: ID,
+        netns: '',
+        ifName: 'eth0',
+        args: {},
+        binDirs: [bin],
+        timeoutMs: 60_000,
+      };
+      const l = launcher();
+      const ac = new AbortController();
+      const t0 = Date.now();
+      const run = execPlugin(conf, { ...inv, signal: ac.signal }, l);
+      setTimeout(() => ac.abort(), 300);
+      await expect(run).rejects.toThrow('CNI plugin fake-hang ADD failed: cancelled');
+      expect(Date.now() - t0).toBeLessThan(3000);
+      const child = Number(await fsp.readFile(path.join(bin, 'hang.pid'), 'utf8'));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(alive(child)).toBe(false);
+      await fsp.rm(path.join(bin, 'hang.pid'), { force: true });
+      await expect(execPlugin(conf, { ...inv, signal: ac.signal }, l)).rejects.toThrow(/cancelled/);
+      await new Promise((r) => setTimeout(r, 200));
+      await expect(fsp.stat(path.join(bin, 'hang.pid'))).rejects.toThrow(/ENOENT/);
+      l.close();
+    });
+
+    it("reports a plugin's exit code, its stderr, and at most MAX_OUTPUT of what it printed", async () => {
+      await fsp.writeFile(
+        path.join(bin, 'chatty'),
+        `#!/bin/sh\nhead -c ${MAX_OUTPUT + 4096} /dev/zero | tr '\\0' x\necho oops >&2\nexit 4\n`,
+        { mode: 0o755 },
+      );
+      const l = launcher();
+      const exit = await l.launch(path.join(bin, 'chatty'), { PATH: process.env.PATH ?? '' }, '').done;
+      l.close();
+      expect(exit).toMatchObject({ code: 4, signal: null, stderr: 'oops\n' });
+      // the length first: a failure should not print a megabyte
+      expect(exit.stdout.length).toBe(MAX_OUTPUT);
+      expect(exit.stdout).toMatch(/^x+$/);
+    });
+  });
+
+  it('the shell launcher: a shell that dies fails what it was running, the next plugin gets a new one, nothing is left behind', async () => {
+    const execDir = path.join(dir, 'exec');
+    const l = new ShellLauncher(execDir);
+    const env = { PATH: process.env.PATH ?? '' };
+    const hung = l.launch(path.join(bin, 'fake-hang'), env, '');
+    const shells = (): number[] =>
+      readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+            return (
+              Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid &&
+              readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`crishim-cni-launch\0${execDir}\0`)
+            );
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
+    // the request is on its way once the hang script has written its child's pid
+    for (let i = 0; i < 50 && !existsSync(path.join(bin, 'hang.pid')); i++) await new Promise((r) => setTimeout(r, 50));
+    const [shell] = shells();
+    expect(shell).toBeGreaterThan(0);
+    process.kill(shell, 'SIGKILL');
+    await expect(hung.done).rejects.toThrow(/the shell that starts CNI plugins exited \(SIGKILL\)/);
+    hung.kill();
+    const exit = await l.launch(path.join(bin, 'loopback'), { ...env, CNI_COMMAND: 'ADD' }, '{"cniVersion":"0.4.0"}')
+      .done;
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    expect(JSON.parse(exit.stdout)).toMatchObject({ ips: [{ address: '127.0.0.1/8' }] });
+    expect(shells()).toHaveLength(1);
+    expect(readdirSync(execDir)).toEqual([]);
+    l.close();
+    for (let i = 0; i < 50 && shells().length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(shells()).toEqual([]);
   });
 
   it('a binary missing at exec time is an error naming it', async () => {

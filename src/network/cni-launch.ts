@@ -1,0 +1,296 @@
+import { spawn, type ChildProcess } from 'child_process';
+import {
+  accessSync,
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from 'fs';
+import type { Socket } from 'net';
+import { constants } from 'os';
+import * as path from 'path';
+
+/**
+ * How a CNI plugin binary gets started. Node's spawn forks the whole daemon, and
+ * the kernel copies its page tables for the child and tears them down at its
+ * exec: at crishim's ~70 MiB that blocks the event loop for several ms per
+ * plugin and costs as much CPU again (measured in docs/benchmark-history.md),
+ * six plugin runs a pod. `ShellLauncher` keeps one small shell that forks the
+ * plugins instead, told what to run through a pipe and files in a private
+ * directory. `directLauncher` is Node's spawn, for where no such shell can run.
+ */
+
+/** A plugin printing more than this is broken; the rest of its output is dropped. */
+export const MAX_OUTPUT = 1 << 20;
+
+/** How a plugin process ended, with what it printed (each capped at MAX_OUTPUT). */
+export interface PluginExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface PluginProcess {
+  /** Settles when the process is gone; rejects when it could not be started. */
+  readonly done: Promise<PluginExit>;
+  /** SIGKILL to the plugin and whatever it started (its own process group). */
+  kill(): void;
+}
+
+export interface PluginLauncher {
+  launch(bin: string, env: Record<string, string>, stdin: string): PluginProcess;
+  /** Lets go of what the launcher keeps running; plugins already started run to their end. */
+  close(): void;
+}
+
+/** `text` and as much of `chunk` as fits under MAX_OUTPUT. */
+const capped = (text: string, chunk: Buffer): string =>
+  text.length < MAX_OUTPUT ? text + chunk.toString('utf8', 0, MAX_OUTPUT - text.length) : text;
+
+/** SIGKILL to a process group, else (not a group leader yet) to the process. */
+function killGroup(pid: number): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+      return;
+    } catch {
+      /* gone, or not yet its own group: try the process */
+    }
+  }
+}
+
+/** Node's spawn: forks the daemon itself for each plugin. */
+export const directLauncher: PluginLauncher = {
+  launch(bin, env, stdin) {
+    let child: ChildProcess | undefined;
+    const done = new Promise<PluginExit>((resolve, reject) => {
+      // its own process group, so a kill also reaches what the plugin started (a shell script's sleep, iptables...)
+      const c = spawn(bin, [], { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+      child = c;
+      let stdout = '';
+      let stderr = '';
+      c.stdout.on('data', (chunk: Buffer) => (stdout = capped(stdout, chunk)));
+      c.stderr.on('data', (chunk: Buffer) => (stderr = capped(stderr, chunk)));
+      c.on('error', reject);
+      c.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+      c.stdin.on('error', () => undefined); // a plugin may exit before reading its config
+      c.stdin.end(stdin);
+    });
+    return {
+      done,
+      kill() {
+        if (child?.pid) killGroup(child.pid);
+        else child?.kill('SIGKILL');
+      },
+    };
+  },
+  close() {
+    /* keeps nothing */
+  },
+};
+
+/**
+ * The shell's loop, given the scratch directory ($1). Each request line `ID BIN` names a
+ * directory ID in it holding `env` (export lines) and `in` (the plugin's stdin); the plugin
+ * writes `out` and `err` there. PWD goes (sh exports it), and no `cd` (it would export OLDPWD too).
+ * Replies, one short line each (atomic on a pipe): `ID pid N` once started, then
+ * `ID exit N` (a signal's death as 128 + its number). setsid gives the plugin its
+ * own process group. No file size limit: it would hold for every file the plugin
+ * writes (its own logs too), and a plugin printing without end is killed at the
+ * exec timeout either way; only MAX_OUTPUT of each file is read.
+ */
+const LOOP = `d=$1
+unset PWD OLDPWD
+while IFS= read -r line; do
+  id=\${line%% *} bin=\${line#* }
+  {
+    ( . "$d/$id/env" && exec setsid "$bin" <"$d/$id/in" >"$d/$id/out" 2>"$d/$id/err" ) &
+    echo "$id pid $!"
+    wait $!
+    echo "$id exit $?"
+  } &
+done`;
+
+/** A value in single quotes for the shell: nothing inside is special but the quote itself. */
+const shellQuote = (v: string): string => `'${v.replace(/'/g, `'\\''`)}'`;
+
+/** At most MAX_OUTPUT bytes of a file the plugin wrote ('' when it is missing). */
+function readCapped(file: string): string {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    // sized to the file: a plugin prints a little JSON, so no megabyte buffer each time
+    const buf = Buffer.allocUnsafe(Math.min(fstatSync(fd).size, MAX_OUTPUT));
+    let n = 0;
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
+    return buf.toString('utf8', 0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+interface Pending {
+  resolve(exit: PluginExit): void;
+  reject(err: Error): void;
+  pid?: number;
+  killed: boolean;
+}
+
+/** Signal numbers back to names, for a shell status of 128 + N. */
+const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
+
+/** A shell's `$?` as a process's end: above 128 a death by signal, when that names one. */
+function fromShellStatus(status: number): Pick<PluginExit, 'code' | 'signal'> {
+  const signal = status > 128 ? SIGNAL_NAMES.get(status - 128) : undefined;
+  return signal ? { code: null, signal } : { code: status, signal: null };
+}
+
+/** Where `name` is on PATH as an executable file, if anywhere. */
+function onPath(name: string, pathVar: string): string | undefined {
+  for (const dir of pathVar.split(':').filter(Boolean)) {
+    const file = path.join(dir, name);
+    try {
+      accessSync(file, fsConstants.X_OK);
+      return file;
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The shell launcher when this host has what it needs (/bin/sh and setsid, which every
+ * Debian, RHEL and busybox system carries), else Node's spawn; `why` says which and why.
+ */
+export function pluginLauncher(
+  dir: string,
+  pathVar = process.env.PATH ?? '',
+): { launcher: PluginLauncher; why: string } {
+  const missing = [onPath('sh', '/bin') ? '' : '/bin/sh', onPath('setsid', pathVar) ? '' : 'setsid'].filter(Boolean);
+  if (missing.length)
+    return { launcher: directLauncher, why: `no ${missing.join(' or ')}: plugins are spawned by crishim` };
+  return {
+    launcher: new ShellLauncher(dir),
+    why: `plugins are started by a shell, with ${dir} for their input and output`,
+  };
+}
+
+export class ShellLauncher implements PluginLauncher {
+  private shell: ChildProcess | undefined;
+  private readonly pending = new Map<string, Pending>();
+  private seq = 0;
+  private buffered = '';
+
+  /** `dir`: a directory of crishim's own; what is in it is the shell's scratch space and gets wiped. */
+  constructor(
+    private readonly dir: string,
+    private readonly shellPath = '/bin/sh',
+  ) {}
+
+  launch(bin: string, env: Record<string, string>, stdin: string): PluginProcess {
+    const id = String(++this.seq);
+    let entry: Pending | undefined;
+    const done = new Promise<PluginExit>((resolve, reject) => {
+      if (/[\n\0]/.test(bin) || Object.values(env).some((v) => v.includes('\0')))
+        throw new Error('a newline or NUL byte in the plugin path or its environment');
+      const shell = this.start();
+      const work = path.join(this.dir, id);
+      mkdirSync(work, { mode: 0o700 });
+      writeFileSync(
+        path.join(work, 'env'),
+        Object.entries(env)
+          .map(([k, v]) => `export ${k}=${shellQuote(v)}\n`)
+          .join(''),
+      );
+      writeFileSync(path.join(work, 'in'), stdin);
+      entry = { resolve, reject, killed: false };
+      this.pending.set(id, entry);
+      shell.stdin?.write(`${id} ${bin}\n`);
+    });
+    return {
+      done,
+      kill: () => {
+        if (!entry) return;
+        entry.killed = true;
+        if (entry.pid) killGroup(entry.pid);
+      },
+    };
+  }
+
+  /** The shell's loop ends at the end of its input. */
+  close(): void {
+    this.shell?.stdin?.end();
+  }
+
+  /** The running shell, started (and its scratch directory emptied) when there is none. */
+  private start(): ChildProcess {
+    if (this.shell) return this.shell;
+    rmSync(this.dir, { recursive: true, force: true });
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    // the plugins get PATH and their CNI_* variables, nothing of the daemon's environment
+    const shell = spawn(this.shellPath, ['-c', LOOP, 'crishim-cni-launch', this.dir], {
+      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    this.shell = shell;
+    this.buffered = '';
+    shell.stdout?.setEncoding('utf8');
+    shell.stdout?.on('data', (chunk: string) => this.onReplies(chunk));
+    shell.stdin?.on('error', () => undefined); // its exit is handled below
+    const gone = (why: string): void => {
+      if (this.shell !== shell) return;
+      this.shell = undefined;
+      for (const [id, p] of this.pending) {
+        this.finish(id);
+        p.reject(new Error(`the shell that starts CNI plugins ${why}`));
+      }
+    };
+    shell.on('error', (err) => gone(`could not run: ${err.message}`));
+    shell.on('exit', (code, signal) => gone(`exited (${signal ?? `code ${String(code)}`})`));
+    // idle, it must not keep the daemon's event loop alive (a pending plugin's timeout timer does)
+    shell.unref();
+    for (const pipe of [shell.stdin, shell.stdout]) (pipe as Socket | null)?.unref();
+    return shell;
+  }
+
+  private onReplies(chunk: string): void {
+    this.buffered += chunk;
+    let nl: number;
+    while ((nl = this.buffered.indexOf('\n')) >= 0) {
+      const [id, what, value] = this.buffered.slice(0, nl).split(' ');
+      this.buffered = this.buffered.slice(nl + 1);
+      const p = this.pending.get(id);
+      if (!p) continue;
+      const n = Number(value);
+      if (what === 'pid') {
+        p.pid = n;
+        if (p.killed) killGroup(n);
+      } else if (what === 'exit') {
+        const work = path.join(this.dir, id);
+        const exit: PluginExit = {
+          ...fromShellStatus(n),
+          stdout: readCapped(path.join(work, 'out')),
+          stderr: readCapped(path.join(work, 'err')),
+        };
+        this.finish(id);
+        p.resolve(exit);
+      }
+    }
+  }
+
+  /** Forgets a request and removes its files. */
+  private finish(id: string): void {
+    this.pending.delete(id);
+    rmSync(path.join(this.dir, id), { recursive: true, force: true });
+  }
+}
