@@ -1,28 +1,13 @@
 import { execFile } from 'child_process';
-import { accessSync, constants, promises as fsp } from 'fs';
+import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { DockerEngine } from '../docker/engine';
 import { lowestOomScoreAdj } from '../docker/oom-score';
+import { which } from '../host-binaries';
 import { createLogger, type Logger } from '../logging/logger';
 import { probeConfDirSync } from '../network/cni-config';
 import { socketAnswers } from '../server/socket';
 import type { HostProbes, SocketState } from './types';
-
-/** Directories searched besides PATH: the daemon may run with a minimal PATH (systemd, env -i). */
-const EXTRA_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
-
-export function which(bin: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  for (const dir of [...(env.PATH ?? '').split(':').filter(Boolean), ...EXTRA_PATH]) {
-    const file = path.join(dir, bin);
-    try {
-      accessSync(file, constants.X_OK);
-      return file;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 async function socketState(socketPath: string): Promise<SocketState> {
   let st;

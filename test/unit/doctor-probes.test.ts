@@ -3,7 +3,8 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { hostProbes, kubeletArgs, kubeletVersion, which } from '../../src/doctor/probes';
+import { hostProbes, kubeletArgs, kubeletVersion } from '../../src/doctor/probes';
+import { which } from '../../src/host-binaries';
 import { DockerUnreachableError } from '../../src/docker/errors';
 import { FakeEngine } from '../support/fake-engine';
 
