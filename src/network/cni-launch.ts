@@ -1,18 +1,9 @@
 import { spawn, type ChildProcess } from 'child_process';
-import {
-  accessSync,
-  closeSync,
-  constants as fsConstants,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readSync,
-  rmSync,
-  writeFileSync,
-} from 'fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'fs';
 import type { Socket } from 'net';
 import { constants } from 'os';
 import * as path from 'path';
+import { which } from '../host-binaries';
 
 /**
  * How a CNI plugin binary gets started. Node's spawn forks the whole daemon, and
@@ -95,7 +86,7 @@ export const directLauncher: PluginLauncher = {
 };
 
 /**
- * The shell's loop, given the scratch directory ($1). Each request line `ID BIN` names a
+ * The shell's loop, given the scratch directory ($1) and setsid ($2). Each request line `ID BIN` names a
  * directory ID in it holding `env` (export lines) and `in` (the plugin's stdin); the plugin
  * writes `out` and `err` there. PWD goes (sh exports it), and no `cd` (it would export OLDPWD too).
  * Replies, one short line each (atomic on a pipe): `ID pid N` once started, then
@@ -104,12 +95,12 @@ export const directLauncher: PluginLauncher = {
  * writes (its own logs too), and a plugin printing without end is killed at the
  * exec timeout either way; only MAX_OUTPUT of each file is read.
  */
-const LOOP = `d=$1
+const LOOP = `d=$1 setsid=$2
 unset PWD OLDPWD
 while IFS= read -r line; do
   id=\${line%% *} bin=\${line#* }
   {
-    ( . "$d/$id/env" && exec setsid "$bin" <"$d/$id/in" >"$d/$id/out" 2>"$d/$id/err" ) &
+    ( . "$d/$id/env" && exec "$setsid" "$bin" <"$d/$id/in" >"$d/$id/out" 2>"$d/$id/err" ) &
     echo "$id pid $!"
     wait $!
     echo "$id exit $?"
@@ -154,34 +145,21 @@ function fromShellStatus(status: number): Pick<PluginExit, 'code' | 'signal'> {
   return signal ? { code: null, signal } : { code: status, signal: null };
 }
 
-/** Where `name` is on PATH as an executable file, if anywhere. */
-function onPath(name: string, pathVar: string): string | undefined {
-  for (const dir of pathVar.split(':').filter(Boolean)) {
-    const file = path.join(dir, name);
-    try {
-      accessSync(file, fsConstants.X_OK);
-      return file;
-    } catch {
-      /* not here */
-    }
-  }
-  return undefined;
-}
-
 /**
- * The shell launcher when this host has what it needs (/bin/sh and setsid, which every
- * Debian, RHEL and busybox system carries), else Node's spawn; `why` says which and why.
+ * The shell launcher when this host has what it needs (sh and setsid, which every Debian,
+ * RHEL and busybox system carries), else Node's spawn; `why` says which and why.
  */
 export function pluginLauncher(
   dir: string,
-  pathVar = process.env.PATH ?? '',
+  find: (bin: string) => string | undefined = which,
 ): { launcher: PluginLauncher; why: string } {
-  const missing = [onPath('sh', '/bin') ? '' : '/bin/sh', onPath('setsid', pathVar) ? '' : 'setsid'].filter(Boolean);
-  if (missing.length)
-    return { launcher: directLauncher, why: `no ${missing.join(' or ')}: plugins are spawned by crishim` };
+  const shell = find('sh');
+  const setsid = find('setsid');
+  if (!shell || !setsid)
+    return { launcher: directLauncher, why: `no ${shell ? 'setsid' : 'sh'} found: plugins are spawned by crishim` };
   return {
-    launcher: new ShellLauncher(dir),
-    why: `plugins are started by a shell, with ${dir} for their input and output`,
+    launcher: new ShellLauncher(dir, shell, setsid),
+    why: `plugins are started by ${shell}, with ${dir} for their input and output`,
   };
 }
 
@@ -195,6 +173,7 @@ export class ShellLauncher implements PluginLauncher {
   constructor(
     private readonly dir: string,
     private readonly shellPath = '/bin/sh',
+    private readonly setsidPath = 'setsid',
   ) {}
 
   launch(bin: string, env: Record<string, string>, stdin: string): PluginProcess {
@@ -238,7 +217,7 @@ export class ShellLauncher implements PluginLauncher {
     rmSync(this.dir, { recursive: true, force: true });
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     // the plugins get PATH and their CNI_* variables, nothing of the daemon's environment
-    const shell = spawn(this.shellPath, ['-c', LOOP, 'crishim-cni-launch', this.dir], {
+    const shell = spawn(this.shellPath, ['-c', LOOP, 'crishim-cni-launch', this.dir, this.setsidPath], {
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
       stdio: ['pipe', 'pipe', 'ignore'],
     });

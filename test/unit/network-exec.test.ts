@@ -10,7 +10,13 @@ import * as path from 'path';
 import { PassThrough } from 'stream';
 import winston from 'winston';
 import { cniArgs, cniEnv, execPlugin, pluginFailure, resultIps } from '../../src/network/cni-exec';
-import { directLauncher, MAX_OUTPUT, ShellLauncher, type PluginLauncher } from '../../src/network/cni-launch';
+import {
+  directLauncher,
+  MAX_OUTPUT,
+  pluginLauncher,
+  ShellLauncher,
+  type PluginLauncher,
+} from '../../src/network/cni-launch';
 import { createNetworkPlugin } from '../../src/network/plugin-manager';
 import { pluginStdin } from '../../src/network/plugin-stdin';
 import type { NetworkPlugin, PodNetworkRequest } from '../../src/network/types';
@@ -487,6 +493,17 @@ describe('runaway plugins', () => {
       expect(exit.stdout.length).toBe(MAX_OUTPUT);
       expect(exit.stdout).toMatch(/^x+$/);
     });
+  });
+
+  it("the daemon's choice: the shell launcher where sh and setsid are found, Node's spawn where either is missing", () => {
+    const execDir = path.join(dir, 'exec');
+    const found = (bin: string): string => `/usr/bin/${bin}`;
+    expect(pluginLauncher(execDir, found).launcher).toBeInstanceOf(ShellLauncher);
+    for (const gone of ['sh', 'setsid']) {
+      const choice = pluginLauncher(execDir, (bin) => (bin === gone ? undefined : found(bin)));
+      expect(choice.launcher).toBe(directLauncher);
+      expect(choice.why).toBe(`no ${gone} found: plugins are spawned by crishim`);
+    }
   });
 
   it('the shell launcher: a shell that dies fails what it was running, the next plugin gets a new one, nothing is left behind', async () => {
