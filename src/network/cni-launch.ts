@@ -168,6 +168,7 @@ export class ShellLauncher implements PluginLauncher {
   private readonly pending = new Map<string, Pending>();
   private seq = 0;
   private buffered = '';
+  private closed = false;
 
   /** `dir`: a directory of crishim's own; what is in it is the shell's scratch space and gets wiped. */
   constructor(
@@ -208,6 +209,7 @@ export class ShellLauncher implements PluginLauncher {
 
   /** The shell's loop ends at the end of its input. */
   close(): void {
+    this.closed = true;
     this.shell?.stdin?.end();
   }
 
@@ -230,6 +232,9 @@ export class ShellLauncher implements PluginLauncher {
       if (this.shell !== shell) return;
       this.shell = undefined;
       for (const [id, p] of this.pending) {
+        // no one would hear how a plugin of a shell that died ends: stop it, as a timeout would
+        // (after close(), what runs is left to finish, as it was when crishim spawned plugins)
+        if (p.pid && !this.closed) killGroup(p.pid);
         this.finish(id);
         p.reject(new Error(`the shell that starts CNI plugins ${why}`));
       }

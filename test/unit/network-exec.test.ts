@@ -506,7 +506,7 @@ describe('runaway plugins', () => {
     }
   });
 
-  it('the shell launcher: a shell that dies fails what it was running, the next plugin gets a new one, nothing is left behind', async () => {
+  it('the shell launcher: a shell that dies fails and stops what it was running, the next plugin gets a new one, nothing is left behind', async () => {
     const execDir = path.join(dir, 'exec');
     const l = new ShellLauncher(execDir);
     const env = { PATH: process.env.PATH ?? '' };
@@ -532,7 +532,10 @@ describe('runaway plugins', () => {
     expect(shell).toBeGreaterThan(0);
     process.kill(shell, 'SIGKILL');
     await expect(hung.done).rejects.toThrow(/the shell that starts CNI plugins exited \(SIGKILL\)/);
-    hung.kill();
+    // and what it was running is stopped, not left to finish behind crishim's back
+    const child = Number(await fsp.readFile(path.join(bin, 'hang.pid'), 'utf8'));
+    for (let i = 0; i < 50 && alive(child); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(alive(child)).toBe(false);
     const exit = await l.launch(path.join(bin, 'loopback'), { ...env, CNI_COMMAND: 'ADD' }, '{"cniVersion":"0.4.0"}')
       .done;
     expect(exit).toMatchObject({ code: 0, signal: null });
