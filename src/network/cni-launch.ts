@@ -218,9 +218,10 @@ export class ShellLauncher implements PluginLauncher {
     if (this.shell) return this.shell;
     rmSync(this.dir, { recursive: true, force: true });
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    // the plugins get PATH and their CNI_* variables, nothing of the daemon's environment
+    // an empty environment: each plugin gets exactly what its `env` file exports (cniEnv's PATH and
+    // CNI_* variables), so the shell needs no PATH fallback of its own
     const shell = spawn(this.shellPath, ['-c', LOOP, 'crishim-cni-launch', this.dir, this.setsidPath], {
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+      env: {},
       stdio: ['pipe', 'pipe', 'ignore'],
     });
     this.shell = shell;
