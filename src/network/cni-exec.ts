@@ -108,7 +108,7 @@ function parseResult(stdout: string, fail: (why: string) => CniPluginError): unk
   try {
     result = JSON.parse(stdout) as unknown;
   } catch {
-    throw fail(`unparsable result: ${stdout.slice(0, 200)}`);
+    /* not JSON: reported below like any other non-object */
   }
   if (typeof result !== 'object' || result === null) throw fail(`unparsable result: ${stdout.slice(0, 200)}`);
   return result;
