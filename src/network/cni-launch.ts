@@ -75,8 +75,8 @@ export const directLauncher: PluginLauncher = {
     return {
       done,
       kill() {
+        // no pid: the spawn failed, nothing runs
         if (child?.pid) killGroup(child.pid);
-        else child?.kill('SIGKILL');
       },
     };
   },
@@ -146,13 +146,15 @@ function fromShellStatus(status: number): Pick<PluginExit, 'code' | 'signal'> {
 }
 
 /**
- * The shell launcher when this host has what it needs (sh and setsid, which every Debian,
- * RHEL and busybox system carries), else Node's spawn; `why` says which and why.
+ * The shell launcher when it has a scratch directory and this host has what it needs (sh and
+ * setsid, which every Debian, RHEL and busybox system carries), else Node's spawn; `why` says
+ * which and why.
  */
 export function pluginLauncher(
-  dir: string,
+  dir: string | undefined,
   find: (bin: string) => string | undefined = which,
 ): { launcher: PluginLauncher; why: string } {
+  if (!dir) return { launcher: directLauncher, why: 'no scratch directory given: plugins are spawned by crishim' };
   const shell = find('sh');
   const setsid = find('setsid');
   if (!shell || !setsid)

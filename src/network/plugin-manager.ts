@@ -2,7 +2,7 @@ import { existsSync } from 'fs';
 import type { Logger } from '../logging/logger';
 import { probeConfDirSync } from './cni-config';
 import { execPlugin, resultIps } from './cni-exec';
-import { directLauncher, pluginLauncher } from './cni-launch';
+import { pluginLauncher } from './cni-launch';
 import { CniConfigWatcher, fsWatchDir } from './config-watcher';
 import { cleanupIpMasq, needsIpMasqCleanup } from './ipmasq';
 import { nonePlugin } from './none-plugin';
@@ -47,7 +47,7 @@ export function createNetworkPlugin(opts: NetworkPluginOptions): NetworkPlugin {
   });
   let podCidr = '';
   const cache = lazyResultCache(() => createResultCache(opts.cacheDir));
-  const launch = opts.execDir ? pluginLauncher(opts.execDir) : { launcher: directLauncher, why: 'spawned by crishim' };
+  const launch = pluginLauncher(opts.execDir);
   logger.info(`CNI plugins: ${launch.why}`);
   const chain = new PluginChain({
     exec: (conf, inv) => execPlugin(conf, inv, launch.launcher),

@@ -499,6 +499,10 @@ describe('runaway plugins', () => {
     const execDir = path.join(dir, 'exec');
     const found = (bin: string): string => `/usr/bin/${bin}`;
     expect(pluginLauncher(execDir, found).launcher).toBeInstanceOf(ShellLauncher);
+    expect(pluginLauncher(undefined, found)).toEqual({
+      launcher: directLauncher,
+      why: 'no scratch directory given: plugins are spawned by crishim',
+    });
     for (const gone of ['sh', 'setsid']) {
       const choice = pluginLauncher(execDir, (bin) => (bin === gone ? undefined : found(bin)));
       expect(choice.launcher).toBe(directLauncher);
