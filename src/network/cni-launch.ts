@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, unlinkSync, writeFileSync } from 'fs';
 import type { Socket } from 'net';
 import { constants } from 'os';
 import * as path from 'path';
@@ -86,9 +86,10 @@ export const directLauncher: PluginLauncher = {
 };
 
 /**
- * The shell's loop, given the scratch directory ($1) and setsid ($2). Each request line `ID BIN` names a
- * directory ID in it holding `env` (export lines) and `in` (the plugin's stdin); the plugin
- * writes `out` and `err` there. PWD goes (sh exports it), and no `cd` (it would export OLDPWD too).
+ * The shell's loop, given the scratch directory ($1) and setsid ($2). Each request line `ID BIN` names
+ * files in it: `ID.env` (export lines) and `ID.in` (the plugin's stdin); the plugin writes `ID.out`
+ * and `ID.err`. Files, not a directory per run: removing a directory costs Node several times its
+ * four unlinks, on the event loop. PWD goes (sh exports it), and no `cd` (it would export OLDPWD too).
  * Replies, one short line each (atomic on a pipe): `ID pid N` once started, then
  * `ID exit N` (a signal's death as 128 + its number). setsid gives the plugin its
  * own process group. No file size limit: it would hold for every file the plugin
@@ -100,7 +101,7 @@ unset PWD OLDPWD
 while IFS= read -r line; do
   id=\${line%% *} bin=\${line#* }
   {
-    ( . "$d/$id/env" && exec "$setsid" "$bin" <"$d/$id/in" >"$d/$id/out" 2>"$d/$id/err" ) &
+    ( . "$d/$id.env" && exec "$setsid" "$bin" <"$d/$id.in" >"$d/$id.out" 2>"$d/$id.err" ) &
     echo "$id pid $!"
     wait $!
     echo "$id exit $?"
@@ -186,15 +187,13 @@ export class ShellLauncher implements PluginLauncher {
       if (/[\n\0]/.test(bin) || Object.values(env).some((v) => v.includes('\0')))
         throw new Error('a newline or NUL byte in the plugin path or its environment');
       const shell = this.start();
-      const work = path.join(this.dir, id);
-      mkdirSync(work, { mode: 0o700 });
       writeFileSync(
-        path.join(work, 'env'),
+        this.file(id, 'env'),
         Object.entries(env)
           .map(([k, v]) => `export ${k}=${shellQuote(v)}\n`)
           .join(''),
       );
-      writeFileSync(path.join(work, 'in'), stdin);
+      writeFileSync(this.file(id, 'in'), stdin);
       entry = { resolve, reject, killed: false };
       this.pending.set(id, entry);
       shell.stdin?.write(`${id} ${bin}\n`);
@@ -263,11 +262,10 @@ export class ShellLauncher implements PluginLauncher {
         p.pid = n;
         if (p.killed) killGroup(n);
       } else if (what === 'exit') {
-        const work = path.join(this.dir, id);
         const exit: PluginExit = {
           ...fromShellStatus(n),
-          stdout: readCapped(path.join(work, 'out')),
-          stderr: readCapped(path.join(work, 'err')),
+          stdout: readCapped(this.file(id, 'out')),
+          stderr: readCapped(this.file(id, 'err')),
         };
         this.finish(id);
         p.resolve(exit);
@@ -275,9 +273,19 @@ export class ShellLauncher implements PluginLauncher {
     }
   }
 
+  private file(id: string, kind: 'env' | 'in' | 'out' | 'err'): string {
+    return path.join(this.dir, `${id}.${kind}`);
+  }
+
   /** Forgets a request and removes its files. */
   private finish(id: string): void {
     this.pending.delete(id);
-    rmSync(path.join(this.dir, id), { recursive: true, force: true });
+    for (const kind of ['env', 'in', 'out', 'err'] as const) {
+      try {
+        unlinkSync(this.file(id, kind));
+      } catch {
+        /* never written: the shell died before it ran the plugin */
+      }
+    }
   }
 }
