@@ -13,10 +13,12 @@ export type ContainerInfo = Docker.ContainerInspectInfo;
  *
  * It is kept right by invalidation, not by replaying events: anything that may
  * have changed a container (crishim's own request, a Docker event, a resync
- * that sees a different state) marks its entry stale and re-inspects it; a
- * read waits for the stale entries it returns. So the view is never older than
- * the event lag, whatever order events arrive in, and a lost or replayed event
- * costs one inspect, never a wrong answer.
+ * that sees a different state) marks its entry stale; the next read that
+ * returns it re-inspects it first. So the view is never older than the event
+ * lag, whatever order events arrive in, and a lost or replayed event costs at
+ * most one inspect, never a wrong answer. The inspect waits for a read, not for
+ * the event: a pod's start or stop brings several events and crishim's own
+ * calls, and one inspect after them all answers for every one.
  */
 export interface StateStore {
   /**
@@ -127,7 +129,6 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     }
     e.gen++;
     stale.add(e);
-    void refresh(e);
   };
 
   /** The tracked id a ref names: itself, or the only id it prefixes. */
@@ -194,6 +195,8 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
         }
       }
       if (changed > 0) logger.debug('state: resync found containers to re-inspect', { count: changed, full });
+      // with no reads (no kubelet), what was removed would otherwise stay tracked, stale, until one
+      await Promise.all([...stale].map(refresh));
       if (epoch === startEpoch) synced = true;
     })().finally(() => (syncing = undefined));
     return syncing;

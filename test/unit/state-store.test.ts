@@ -167,6 +167,40 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects);
   });
 
+  it('inspects a container once for a burst of events and calls, at the next read', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    const inspects = d.calls.inspect;
+    // a stop as crishim makes it: its own call, then Docker's kill, die and stop events
+    d.containers.get(hex('a'))!.state = 'exited';
+    store.invalidate(hex('a'));
+    for (const action of ['kill', 'die', 'stop']) d.emit(hex('a'), action);
+    await until(() => d.streams[0].readableLength === 0, 'the events to be read');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(d.calls.inspect).toBe(inspects);
+    expect(await states(store)).toEqual({ a: 'exited' });
+    expect(d.calls.inspect).toBe(inspects + 1);
+  });
+
+  it('re-inspects stale containers at the periodic resync, so removed ones go with no read', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    d.add(hex('b'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 50 });
+    await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    const inspects = d.calls.inspect;
+    d.containers.delete(hex('a'));
+    d.emit(hex('a'), 'destroy');
+    await until(() => d.calls.inspect > inspects, 'the resync to inspect a');
+    expect(await states(store)).toEqual({ b: 'running' });
+    // the read found nothing stale: the resync had already dropped a
+    expect(d.calls.inspect).toBe(inspects + 1);
+  });
+
   it('answers the same array until a container changes, then a new one with the change', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
