@@ -131,6 +131,19 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     stale.add(e);
   };
 
+  /**
+   * Drops a removed container: Docker never reuses an id, so no inspect needs to confirm it. An
+   * event of it that arrives later (out of order) only tracks it again until an inspect finds it gone.
+   */
+  const forget = (id: string): void => {
+    const e = entries.get(id);
+    if (!e) return;
+    entries.delete(id);
+    stale.delete(e);
+    listed = undefined;
+    if (e.info) logger.debug('state: container gone', { containerId: shortId(id) });
+  };
+
   /** The tracked id a ref names: itself, or the only id it prefixes. */
   const resolve = (ref: string): string | undefined => {
     if (entries.has(ref)) return ref;
@@ -217,6 +230,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
 
   const onEvent = (ev: DockerEvent): void => {
     if (ev.Type !== 'container' || !CHANGING_EVENTS.has(ev.Action) || !ev.Actor?.ID) return;
+    if (ev.Action === 'destroy') return forget(ev.Actor.ID);
     invalidateId(ev.Actor.ID);
   };
 

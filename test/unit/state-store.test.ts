@@ -185,6 +185,27 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects + 1);
   });
 
+  it('drops a container at its destroy event with no inspect; a late event of it costs one', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    d.add(hex('b'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    const first = await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    const inspects = d.calls.inspect;
+    d.containers.delete(hex('a'));
+    d.emit(hex('a'), 'destroy');
+    await until(async () => (await store!.list()) !== first, 'a new array');
+    expect(await states(store)).toEqual({ b: 'running' });
+    expect(d.calls.inspect).toBe(inspects);
+    // its die, stamped before the destroy but delivered after it
+    d.emit(hex('a'), 'die');
+    await until(() => d.streams[0].readableLength === 0, 'the event to be read');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await states(store)).toEqual({ b: 'running' });
+    expect(d.calls.inspect).toBe(inspects + 1);
+  });
+
   it('re-inspects stale containers at the periodic resync, so removed ones go with no read', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
@@ -193,8 +214,9 @@ describe('state store', () => {
     await store.list();
     await until(() => d.streams.length === 1, 'the subscription');
     const inspects = d.calls.inspect;
+    // crishim removed it, and its destroy event never came
     d.containers.delete(hex('a'));
-    d.emit(hex('a'), 'destroy');
+    store.invalidate(hex('a'));
     await until(() => d.calls.inspect > inspects, 'the resync to inspect a');
     expect(await states(store)).toEqual({ b: 'running' });
     // the read found nothing stale: the resync had already dropped a
