@@ -92,8 +92,13 @@ export function createEventHub(deps: ServiceDeps): EventHub {
   // what the last list showed, kept current by live events; diffed after a reconnect
   let snapshot: Snapshot | undefined;
   // engine times around that list: events up to `listedFrom` are in it, those up to `listedTo` may be
+  // (but for a die: see `lateDie`)
   let listedFrom = 0;
   let listedTo = 0;
+  // after a reconnect: containers whose die up to `listedFrom` the list did not show yet. dockerd
+  // stamps a die before it records the exit where its list reads it (it cleans the container up in
+  // between, milliseconds): such a die is new, and so is the rest of that container's replay
+  let lateDie = new Set<string>();
   // after a reconnect: whether a container was in neither the snapshot before it nor the list.
   // Such a container lived and went while no stream was live (created and removed behind our
   // back during a Docker restart): no diff shows it, so its replayed events are all there is
@@ -156,7 +161,8 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     if (!snapshot) return true;
     const id = ev.Actor.ID;
     if (ev.timeNano && ev.timeNano <= listedFrom) {
-      if (!unlisted?.(id)) return false;
+      if (ev.Action === 'die' && snapshot.get(id)?.phase === 'running') lateDie.add(id);
+      if (!unlisted?.(id) && !lateDie.has(id)) return false;
       // tracked from here on: its destroy may be stamped inside the list's window, after `listedFrom`,
       // where only a change to the snapshot tells a new event from one the list already showed
       applyAction(snapshot, id, ev.Action, ev.Actor.Attributes ?? {});
@@ -197,6 +203,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
       unlisted = (id) => !before.has(id) && !listedIds.has(id);
     }
     snapshot = next;
+    lateDie = new Set();
     synthesized = new Set(missed.map((m) => m.id));
     listedFrom = from;
     listedTo = to;

@@ -205,6 +205,37 @@ describe('event hub across a docker restart', () => {
     }
   });
 
+  it('delivers the STOPPED of a die stamped before the reconnect read the clock that its list did not show yet', async () => {
+    const fake = fakeDocker();
+    const { state } = fake;
+    const { hub, afterRestart } = await subscribedHub(fake, [{ Id: 'p1', State: 'running', Labels: podLabels }]);
+    try {
+      // dockerd restarts (p1 dies with it); a new sandbox p2 is made and started, then stopped just
+      // before the reconnect reads the engine's clock (20 s). dockerd stamps a die before its list
+      // shows the exit, so the list still says p2 is running: only the replayed die tells of it
+      state.list = [
+        { Id: 'p1', State: 'exited', Labels: podLabels },
+        { Id: 'p2', State: 'running', Labels: podLabels },
+      ];
+      state.now = BASE + 20 * SEC;
+      state.onSubscribe = (s) => {
+        emit(s, 'p2', 'create', BASE + 12 * SEC, podLabels);
+        emit(s, 'p2', 'start', BASE + 13 * SEC, podLabels);
+        emit(s, 'p2', 'die', BASE + 20 * SEC - 2_000_000, podLabels);
+        emit(s, 'p2', 'destroy', BASE + 21 * SEC, podLabels);
+      };
+      expect(await afterRestart(5)).toEqual([
+        'p1:CONTAINER_STOPPED_EVENT',
+        'p2:CONTAINER_CREATED_EVENT',
+        'p2:CONTAINER_STARTED_EVENT',
+        'p2:CONTAINER_STOPPED_EVENT',
+        'p2:CONTAINER_DELETED_EVENT',
+      ]);
+    } finally {
+      hub.close();
+    }
+  });
+
   it('waits for Docker to be back before converting an event, rather than report no statuses', async () => {
     const fake = fakeDocker();
     const { state, api } = fake;
