@@ -112,7 +112,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const ownPorts = new Set<number>();
   // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
   const state = createStateStore(instrumented, logger);
-  const docker = observeMutations(instrumented, (ref) => state.invalidate(ref));
+  const docker = observeMutations(instrumented, (ref) => state.reinspect(ref));
   const deps: ServiceDeps = {
     docker,
     config,

@@ -16,9 +16,10 @@ export type ContainerInfo = Docker.ContainerInspectInfo;
  * that sees a different state) marks its entry stale; the next read that
  * returns it re-inspects it first. So the view is never older than the event
  * lag, whatever order events arrive in, and a lost or replayed event costs at
- * most one inspect, never a wrong answer. The inspect waits for a read, not for
- * the event: a pod's start or stop brings several events and crishim's own
- * calls, and one inspect after them all answers for every one.
+ * most one inspect, never a wrong answer. An event's inspect waits for a read:
+ * a pod's start or stop brings several events, and one inspect after them all
+ * answers for every one. crishim's own calls re-inspect at once (their events
+ * have mostly come by their answer), as the next call reads what they changed.
  */
 export interface StateStore {
   /**
@@ -31,6 +32,11 @@ export interface StateStore {
   get(ref: string): Promise<ContainerInfo | undefined>;
   /** Marks a container (id, prefix or name) as possibly changed: the next read re-inspects it. */
   invalidate(ref: string): void;
+  /**
+   * Like invalidate, and re-inspects it at once: for crishim's own calls, whose caller (and the
+   * kubelet) reads the container next, so the inspect runs in the gap before that read, not in it.
+   */
+  reinspect(ref: string): void;
   /** Lists our containers and re-inspects those whose state differs (`full`: all of them). */
   resync(full?: boolean): Promise<void>;
   close(): void;
@@ -121,7 +127,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     return e.refreshing;
   };
 
-  const invalidateId = (id: string): void => {
+  const invalidateId = (id: string, now = false): void => {
     let e = entries.get(id);
     if (!e) {
       e = { id, gen: 0, doneGen: 0 };
@@ -129,6 +135,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     }
     e.gen++;
     stale.add(e);
+    if (now) void refresh(e);
   };
 
   /**
@@ -175,13 +182,13 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     return p;
   };
 
-  const invalidate = (ref: string): void => {
+  const invalidate = (ref: string, now = false): void => {
     const id = resolve(ref);
-    if (id) return invalidateId(id);
-    if (FULL_ID.test(ref)) return invalidateId(ref);
+    if (id) return invalidateId(id, now);
+    if (FULL_ID.test(ref)) return invalidateId(ref, now);
     // a name or an unknown prefix: learn which container it is (if it still exists)
     void lookUp(ref).then(
-      (info) => info && entries.has(info.Id) && invalidateId(info.Id),
+      (info) => info && entries.has(info.Id) && invalidateId(info.Id, now),
       () => undefined,
     );
   };
@@ -279,7 +286,8 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
       // gone while we waited: the entry was dropped
       return entries.get(id ?? '') === e ? e.info : undefined;
     },
-    invalidate,
+    invalidate: (ref) => invalidate(ref),
+    reinspect: (ref) => invalidate(ref, true),
     resync,
     close() {
       source?.close();

@@ -185,6 +185,19 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects + 1);
   });
 
+  it('re-inspects at once what crishim itself changed, before any read asks', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    await store.list();
+    const inspects = d.calls.inspect;
+    d.containers.get(hex('a'))!.state = 'exited';
+    store.reinspect(hex('a'));
+    await until(() => d.calls.inspect === inspects + 1, 'the inspect');
+    expect(await states(store)).toEqual({ a: 'exited' });
+    expect(d.calls.inspect).toBe(inspects + 1);
+  });
+
   it('drops a container at its destroy event with no inspect; a late event of it costs one', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
