@@ -784,6 +784,7 @@ async function main(): Promise<void> {
         containers: lifecycleContainers,
         podConfig: () => pod(false),
         image: BUSYBOX,
+        warmUpPods: SMOKE ? 1 : 3,
       };
       tables.push(
         await compareLifecycle(
