@@ -110,7 +110,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   if (config.podCidr) network.setPodCidr(config.podCidr);
 
   const ownPorts = new Set<number>();
-  // List and Status read this view; crishim's own Docker requests mark what they touch as stale at once
+  // List and Status read this view; crishim's own Docker requests have what they touch re-inspected at once
   const state = createStateStore(instrumented, logger);
   const docker = observeMutations(instrumented, (ref) => state.reinspect(ref));
   const deps: ServiceDeps = {
