@@ -98,6 +98,19 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
 
+  /**
+   * Drops a removed container: Docker never reuses an id, so no inspect needs to confirm it. An
+   * event of it that arrives later (out of order) only tracks it again until an inspect finds it gone.
+   */
+  const forget = (id: string): void => {
+    const e = entries.get(id);
+    if (!e) return;
+    entries.delete(id);
+    stale.delete(e);
+    listed = undefined;
+    if (e.info) logger.debug('state: container gone', { containerId: shortId(id) });
+  };
+
   const refresh = (e: Entry): Promise<void> => {
     const id = e.id;
     e.refreshing ??= (async () => {
@@ -119,8 +132,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
         if (info && isOurs(info)) {
           e.info = info;
         } else if (entries.get(id) === e) {
-          entries.delete(id);
-          if (e.info) logger.debug('state: container gone', { containerId: shortId(id) });
+          forget(id);
         }
       }
     })().finally(() => (e.refreshing = undefined));
@@ -136,19 +148,6 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     e.gen++;
     stale.add(e);
     if (now) void refresh(e);
-  };
-
-  /**
-   * Drops a removed container: Docker never reuses an id, so no inspect needs to confirm it. An
-   * event of it that arrives later (out of order) only tracks it again until an inspect finds it gone.
-   */
-  const forget = (id: string): void => {
-    const e = entries.get(id);
-    if (!e) return;
-    entries.delete(id);
-    stale.delete(e);
-    listed = undefined;
-    if (e.info) logger.debug('state: container gone', { containerId: shortId(id) });
   };
 
   /** The tracked id a ref names: itself, or the only id it prefixes. */
