@@ -112,7 +112,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const ownPorts = new Set<number>();
   // List and Status read this view; crishim's own Docker requests have what they touch re-inspected at once
   const state = createStateStore(instrumented, logger);
-  const docker = observeMutations(instrumented, (ref) => state.reinspect(ref));
+  const docker = observeMutations(instrumented, {
+    changed: (ref, brings) => state.reinspect(ref, brings),
+    removed: (ref) => state.removed(ref),
+  });
   const deps: ServiceDeps = {
     docker,
     config,

@@ -3,6 +3,7 @@ import type { DockerEngine } from '../docker/engine';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
+import { brought, CHANGING_EVENTS, wasBrought, type Brought } from './docker-events';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
 
@@ -18,8 +19,8 @@ export type ContainerInfo = Docker.ContainerInspectInfo;
  * lag, whatever order events arrive in, and a lost or replayed event costs at
  * most one inspect, never a wrong answer. An event's inspect waits for a read:
  * a pod's start or stop brings several events, and one inspect after them all
- * answers for every one. crishim's own calls re-inspect at once (their events
- * have mostly come by their answer), as the next call reads what they changed.
+ * answers for every one. crishim's own calls re-inspect at once, as the next
+ * call reads what they changed; their own events need no inspect then (Brought).
  */
 export interface StateStore {
   /**
@@ -35,8 +36,11 @@ export interface StateStore {
   /**
    * Like invalidate, and re-inspects it at once: for crishim's own calls, whose caller (and the
    * kubelet) reads the container next, so the inspect runs in the gap before that read, not in it.
+   * `brings`: the event actions the call made Docker send (see Brought).
    */
-  reinspect(ref: string): void;
+  reinspect(ref: string, brings?: readonly string[]): void;
+  /** crishim removed it: dropped from the view with no inspect (Docker never reuses an id). */
+  removed(ref: string): void;
   /** Lists our containers and re-inspects those whose state differs (`full`: all of them). */
   resync(full?: boolean): Promise<void>;
   close(): void;
@@ -58,23 +62,10 @@ interface Entry {
   refreshing?: Promise<void>;
   /** Why the last re-inspect failed (Docker unreachable, ...): reads report it rather than a stale answer. */
   error?: Error;
+  /** The events crishim's last call on it brought, which change nothing its re-inspect missed. */
+  brings?: Brought;
 }
 
-/** Event actions after which inspect may answer differently (exec_*, attach, top, ... do not). */
-const CHANGING_EVENTS = new Set([
-  'create',
-  'start',
-  'restart',
-  'die',
-  'destroy',
-  'pause',
-  'unpause',
-  'update',
-  'rename',
-  'oom',
-  'kill',
-  'stop',
-]);
 const isOurs = (info: ContainerInfo): boolean => info.Config?.Labels?.[TYPE_LABEL] !== undefined;
 const FULL_ID = /^[0-9a-f]{64}$/;
 
@@ -139,7 +130,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     return e.refreshing;
   };
 
-  const invalidateId = (id: string, now = false): void => {
+  const invalidateId = (id: string, now = false, brings?: readonly string[]): void => {
     let e = entries.get(id);
     if (!e) {
       e = { id, gen: 0, doneGen: 0 };
@@ -147,7 +138,9 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     }
     e.gen++;
     stale.add(e);
-    if (now) void refresh(e);
+    if (!now) return;
+    e.brings = brought(brings);
+    void refresh(e);
   };
 
   /** The tracked id a ref names: itself, or the only id it prefixes. */
@@ -181,10 +174,10 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     return p;
   };
 
-  const invalidate = (ref: string, now = false): void => {
+  const invalidate = (ref: string, now = false, brings?: readonly string[]): void => {
     const id = resolve(ref);
-    if (id) return invalidateId(id, now);
-    if (FULL_ID.test(ref)) return invalidateId(ref, now);
+    if (id) return invalidateId(id, now, brings);
+    if (FULL_ID.test(ref)) return invalidateId(ref, now, brings);
     // a name or an unknown prefix: learn which container it is (if it still exists)
     void lookUp(ref).then(
       (info) => info && entries.has(info.Id) && invalidateId(info.Id, now),
@@ -236,8 +229,14 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
 
   const onEvent = (ev: DockerEvent): void => {
     if (ev.Type !== 'container' || !CHANGING_EVENTS.has(ev.Action) || !ev.Actor?.ID) return;
-    if (ev.Action === 'destroy') return forget(ev.Actor.ID);
-    invalidateId(ev.Actor.ID);
+    const id = ev.Actor.ID;
+    if (ev.Action === 'destroy') return forget(id);
+    const e = entries.get(id);
+    if (e?.brings) {
+      if (wasBrought(e.brings, ev.Action)) return;
+      e.brings = undefined;
+    }
+    invalidateId(id);
   };
 
   if (opts.subscribe !== false) {
@@ -286,7 +285,12 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
       return entries.get(id ?? '') === e ? e.info : undefined;
     },
     invalidate: (ref) => invalidate(ref),
-    reinspect: (ref) => invalidate(ref, true),
+    reinspect: (ref, brings) => invalidate(ref, true, brings),
+    removed(ref) {
+      // crishim removes by id; a ref the view cannot resolve is dropped at its destroy event
+      const id = resolve(ref);
+      if (id) forget(id);
+    },
     resync,
     close() {
       source?.close();

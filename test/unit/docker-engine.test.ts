@@ -172,14 +172,28 @@ describe('observeMutations', () => {
   it('reports containers that crishim created, changed, removed or reclaimed', async () => {
     const e = new FakeEngine();
     const leftover = e.addContainer(inspectInfo({ Name: '/n' }));
-    const changed: string[] = [];
-    const engine = observeMutations(e, (ref) => changed.push(ref));
+    const told: string[] = [];
+    const engine = observeMutations(e, {
+      changed: (ref, brings) => told.push(`changed ${ref} [${brings.join(' ')}]`),
+      removed: (ref) => told.push(`removed ${ref}`),
+    });
     const id = await engine.createContainer({ name: 'n' }, { onConflict: { kind: 'reclaim', isLeftover: () => true } });
     await engine.startContainer(id);
     await engine.inspectContainer(id);
+    await engine.stopContainer(id, 1);
     await expect(engine.killContainer('nope')).rejects.toMatchObject({ kind: 'not-found' });
+    await expect(engine.removeContainer('nope')).rejects.toMatchObject({ kind: 'not-found' });
     await engine.removeContainer(id, { force: true });
-    expect(changed).toEqual([leftover, id, id, 'nope', id]);
+    // a failed call brings no events: whatever comes of it is inspected
+    expect(told).toEqual([
+      `removed ${leftover}`,
+      `changed ${id} [create]`,
+      `changed ${id} [start]`,
+      `changed ${id} [die stop]`,
+      'changed nope []',
+      'changed nope []',
+      `removed ${id}`,
+    ]);
   });
 });
 

@@ -3,6 +3,7 @@ import * as winston from 'winston';
 import { DockerUnreachableError } from '../../src/docker/errors';
 import type * as Docker from '../../src/docker/types';
 import { createStateStore, type StateStore } from '../../src/state/store';
+import { brought, wasBrought } from '../../src/state/docker-events';
 import { FakeEngine, inspectInfo } from '../support/fake-engine';
 
 const TYPE = 'io.kubernetes.docker.type';
@@ -196,6 +197,73 @@ describe('state store', () => {
     await until(() => d.calls.inspect === inspects + 1, 'the inspect');
     expect(await states(store)).toEqual({ a: 'exited' });
     expect(d.calls.inspect).toBe(inspects + 1);
+  });
+
+  it('takes the events crishim’s own call brought as seen by its re-inspect, and no others', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'created');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    const inspects = d.calls.inspect;
+    d.containers.get(hex('a'))!.state = 'running';
+    store.reinspect(hex('a'), ['start']);
+    await until(() => d.calls.inspect === inspects + 1, 'the inspect');
+    d.emit(hex('a'), 'start');
+    await until(() => d.streams[0].readableLength === 0, 'the event to be read');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await states(store)).toEqual({ a: 'running' });
+    expect(d.calls.inspect).toBe(inspects + 1);
+    // a signal changes nothing inspect shows; the exit it may bring was not the call's doing
+    d.emit(hex('a'), 'kill');
+    await until(() => d.streams[0].readableLength === 0, 'the kill to be read');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await states(store)).toEqual({ a: 'running' });
+    expect(d.calls.inspect).toBe(inspects + 1);
+    d.containers.get(hex('a'))!.state = 'exited';
+    d.emit(hex('a'), 'die');
+    await until(async () => (await states(store!)).a === 'exited', 'the die');
+    expect(d.calls.inspect).toBe(inspects + 2);
+  });
+
+  it('inspects a brought kind of event again once another event came between', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    const inspects = d.calls.inspect;
+    d.containers.get(hex('a'))!.state = 'exited';
+    store.reinspect(hex('a'), ['die', 'stop']);
+    await until(() => d.calls.inspect === inspects + 1, 'the inspect');
+    // started behind crishim's back, seen, then dead again: that die is news
+    d.containers.get(hex('a'))!.state = 'running';
+    d.emit(hex('a'), 'start');
+    await until(async () => (await states(store!)).a === 'running', 'the start');
+    d.containers.get(hex('a'))!.state = 'exited';
+    d.emit(hex('a'), 'die');
+    await until(async () => (await states(store!)).a === 'exited', 'the die');
+  });
+
+  it('counts a call’s events as brought only for a while', () => {
+    expect(brought([], 0)).toBeUndefined();
+    const b = brought(['die', 'stop'], 1_000)!;
+    expect(wasBrought(b, 'die', 2_999)).toBe(true);
+    expect(wasBrought(b, 'start', 2_999)).toBe(false);
+    expect(wasBrought(b, 'die', 3_001)).toBe(false);
+  });
+
+  it('drops what crishim removed with no inspect', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'exited');
+    d.add(hex('b'), 'running');
+    store = createStateStore(d.api, logger, { resyncMs: 0 });
+    await store.list();
+    const inspects = d.calls.inspect;
+    d.containers.delete(hex('a'));
+    store.removed(hex('a').slice(0, 12));
+    expect(await states(store)).toEqual({ b: 'running' });
+    expect(d.calls.inspect).toBe(inspects);
   });
 
   it('drops a container at its destroy event with no inspect; a late event of it costs one', async () => {
