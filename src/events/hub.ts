@@ -9,6 +9,7 @@ import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { findSandbox } from '../sandbox/lookup';
 import { sandboxStatusOf } from '../sandbox/status';
 import { sandboxMembers } from '../sandbox/members';
+import { findAnyContainer } from '../container/lookup';
 import { applyAction, diffSnapshots, snapshotOf, type Snapshot } from './snapshot';
 
 type CriEvent = RuntimeRes<'GetContainerEvents'>;
@@ -74,7 +75,7 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
   const members = await sandboxMembers(deps, sandboxId).catch(unlessUnreachable([]));
   const statuses = await Promise.all(
     members.map((m) =>
-      (deps.state ? deps.state.get(m.Id) : deps.docker.findContainer(m.Id))
+      findAnyContainer(deps, m.Id)
         .then((info) => (info ? statusFromInspect(info) : undefined))
         .catch(() => undefined),
     ),

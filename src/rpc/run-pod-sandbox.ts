@@ -2,7 +2,8 @@ import type * as Docker from '../docker/types';
 import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
 import { cgroupDriverFor, dockerCgroupParent } from '../cgroups/cgroup-parent';
-import { DomainError, invalidArgument, isNotFound } from '../errors';
+import { DomainError, invalidArgument, isNotFound, notFound } from '../errors';
+import { findAnyContainer } from '../container/lookup';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
@@ -122,6 +123,13 @@ async function checkRuntimeHandler(deps: ServiceDeps, handler: string): Promise<
     );
   }
   return handler;
+}
+
+/** The started pause container as the view (else Docker) knows it: gone already is an error. */
+async function mustFindPause(deps: ServiceDeps, id: string): Promise<Docker.ContainerInspectInfo> {
+  const info = await findAnyContainer(deps, id);
+  if (!info) throw notFound(`pause container ${id}`);
+  return info;
 }
 
 async function createPauseContainer(
@@ -245,10 +253,9 @@ export function runPodSandbox(deps: ServiceDeps) {
     // (e) pod networking, and DNS: both need the running container's details
     const dns = config.dns_config;
     const needsDns = Boolean(dns && (dns.servers.length || dns.searches.length || dns.options.length));
+    // the view is re-inspecting the started container already: its answer, not a second inspect
     const info =
-      !hostNetwork || needsDns
-        ? await step('inspect pause container', () => deps.docker.inspectContainer(id))
-        : undefined;
+      !hostNetwork || needsDns ? await step('inspect pause container', () => mustFindPause(deps, id)) : undefined;
     if (info && needsDns) await step('write resolv.conf', () => writeResolvConf(info.ResolvConfPath, dns));
     if (info && !hostNetwork) {
       const pid = info.State.Pid;

@@ -4,7 +4,7 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
 import type { LogManager } from '../logs/log-manager';
 import { hugepageLimitsOf, type HugepageLimit } from '../cri/container-resources';
-import { mustFindContainer } from '../container/lookup';
+import { findAnyContainer, mustFindContainer } from '../container/lookup';
 import type { HugetlbCgroup } from '../cgroups/hugetlb';
 import { CONTAINER_LOGPATH_LABEL, SANDBOX_ID_LABEL } from '../labels';
 import { checkId } from '../cri/validation';
@@ -37,7 +37,7 @@ export function startContainer(deps: ServiceDeps, logs: LogManager, hugetlb: Hug
     ctx.annotate({ containerId: info.Id, podSandboxId: info.Config.Labels[SANDBOX_ID_LABEL] ?? '' });
     const sandboxId = info.Config.Labels[SANDBOX_ID_LABEL];
     if (sandboxId) {
-      const sandbox = await deps.docker.findContainer(sandboxId).catch(() => undefined);
+      const sandbox = await findAnyContainer(deps, sandboxId).catch(() => undefined);
       if (!sandbox?.State.Running)
         throw failedPrecondition(`pod sandbox ${sandboxId} of container ${info.Id} is not ready`);
     }
