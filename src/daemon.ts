@@ -28,6 +28,7 @@ import { reconcile, startNetworkJanitor } from './recovery/reconcile';
 import { nowNanos } from './time';
 import { createStateStore } from './state/store';
 import { observeMutations } from './state/mutations';
+import { mustFindContainer } from './container/lookup';
 
 /** dockershim's value for pause containers: the pod's last process to be OOM-killed. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
@@ -138,6 +139,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const logs = createLogManager(docker, logger, {
     positions: dockerIsLocal ? createLogPositionStore(path.join(config.rootDirectory, 'container-logs')) : undefined,
     dockerRootDir: () => engine.current().dockerRootDir,
+    inspect: (id) => mustFindContainer(deps, id),
   });
   await resumeLogCopies(deps, logs);
   engine.onRecovered(catchUpAfterOutage(deps, logs, startedAt));

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, lstatSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { DockerEngine } from '../docker/engine';
+import type * as Docker from '../docker/types';
 import type { Logger } from '../logging/logger';
 import { openLogForAppend } from '../logging/safe-path';
 import { shortId } from '../logging/logger';
@@ -65,6 +66,11 @@ export interface LogManagerOptions {
   positions?: LogPositionStore;
   /** Docker's data root (`docker info`), under which a container's json-file will be: lets a copy begin before the start. */
   dockerRootDir?: () => string | undefined;
+  /**
+   * How a copy inspects its container (rejecting with not-found when it is gone): crishim's view,
+   * where a container crishim just started or stopped is being re-inspected already. Else Docker.
+   */
+  inspect?: (containerId: string) => Promise<Docker.ContainerInspectInfo>;
 }
 
 /** One container's copy as the manager tracks it; the follower exists once the copy mode is known. */
@@ -79,6 +85,7 @@ interface Entry {
 /** One follower per container: a LocalLogCopy when Docker's json-file is readable here, else an ApiLogCopy. */
 export function createLogManager(docker: DockerEngine, logger: Logger, opts: LogManagerOptions = {}): LogManager {
   const followers = new Map<string, Entry>();
+  const inspect = opts.inspect ?? ((id: string) => docker.inspectContainer(id));
   const retryMinMs = opts.retryMinMs ?? 1000;
   const retryMaxMs = opts.retryMaxMs ?? 30_000;
 
@@ -102,7 +109,7 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
     positions,
     log,
     finished: () => finish(containerId, f),
-    inspectState: async () => (await docker.inspectContainer(containerId)).State,
+    inspectState: async () => (await inspect(containerId)).State,
   });
 
   const followerFor = (
@@ -120,7 +127,7 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
       source: {
         follow: (o) => docker.followContainerLogs(containerId, o),
         read: (o) => docker.containerLogs(containerId, o),
-        running: async () => (await docker.inspectContainer(containerId)).State.Running,
+        running: async () => (await inspect(containerId)).State.Running,
       },
       logPath,
       tty,
@@ -168,9 +175,7 @@ export function createLogManager(docker: DockerEngine, logger: Logger, opts: Log
       return f;
     }
     f.done = (async () => {
-      const jsonPath = opts.positions
-        ? await locateJsonFile(() => docker.inspectContainer(containerId), log)
-        : undefined;
+      const jsonPath = opts.positions ? await locateJsonFile(() => inspect(containerId), log) : undefined;
       if (f.stopped) return;
       f.follower = followerFor(containerId, logPath, tty, jsonPath, log, f);
       await f.follower.run();
