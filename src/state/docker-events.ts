@@ -18,7 +18,7 @@ export const CHANGING_EVENTS = new Set([
   'stop',
 ]);
 
-/** How long after crishim's own call its events are taken as seen: they come within milliseconds. */
+/** How long after crishim's own call (monotonic ms) its events are taken as seen: they come within milliseconds. */
 const BRINGS_MS = 2000;
 
 /**
@@ -34,9 +34,9 @@ export interface Brought {
   until: number;
 }
 
-export const brought = (actions: readonly string[] | undefined, now = Date.now()): Brought | undefined =>
+export const brought = (actions: readonly string[] | undefined, now = performance.now()): Brought | undefined =>
   actions?.length ? { actions, until: now + BRINGS_MS } : undefined;
 
 /** Whether `action` is one of those crishim's last call brought, still in its time. */
-export const wasBrought = (b: Brought, action: string, now = Date.now()): boolean =>
+export const wasBrought = (b: Brought, action: string, now = performance.now()): boolean =>
   b.actions.includes(action) && now <= b.until;
