@@ -123,6 +123,21 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
 const states = async (store: StateStore): Promise<Record<string, string>> =>
   Object.fromEntries((await store.list()).map((c) => [c.Id.slice(0, 1), c.State.Status]));
 
+/** A store over `d` with no periodic resync, loaded and following `d`'s events. */
+async function followingStore(d: ReturnType<typeof fakeDocker>): Promise<StateStore> {
+  const s = createStateStore(d.api, logger, { resyncMs: 0 });
+  await s.list();
+  await until(() => d.streams.length === 1, 'the subscription');
+  return s;
+}
+
+/** Sends `actions` of container `id` and waits until the store has read them, and a moment for what they set off. */
+async function emitRead(d: ReturnType<typeof fakeDocker>, id: string, ...actions: string[]): Promise<void> {
+  for (const action of actions) d.emit(id, action);
+  await until(() => d.streams[0].readableLength === 0, 'the events to be read');
+  await new Promise((r) => setTimeout(r, 50));
+}
+
 describe('state store', () => {
   let store: StateStore | undefined;
   afterEach(() => store?.close());
@@ -144,9 +159,7 @@ describe('state store', () => {
   it('applies events by re-inspecting: out-of-order and repeated events still end at Docker’s state', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
-    store = createStateStore(d.api, logger, { resyncMs: 0 });
-    await store.list();
-    await until(() => d.streams.length === 1, 'the subscription');
+    store = await followingStore(d);
     // behind crishim's back: a dies, b is created and started, then a is removed
     d.containers.get(hex('a'))!.state = 'exited';
     d.add(hex('b'), 'running');
@@ -171,16 +184,12 @@ describe('state store', () => {
   it('inspects a container once for a burst of events and calls, at the next read', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
-    store = createStateStore(d.api, logger, { resyncMs: 0 });
-    await store.list();
-    await until(() => d.streams.length === 1, 'the subscription');
+    store = await followingStore(d);
     const inspects = d.calls.inspect;
     // a stop as crishim makes it: its own call, then Docker's kill, die and stop events
     d.containers.get(hex('a'))!.state = 'exited';
     store.invalidate(hex('a'));
-    for (const action of ['kill', 'die', 'stop']) d.emit(hex('a'), action);
-    await until(() => d.streams[0].readableLength === 0, 'the events to be read');
-    await new Promise((r) => setTimeout(r, 50));
+    await emitRead(d, hex('a'), 'kill', 'die', 'stop');
     expect(d.calls.inspect).toBe(inspects);
     expect(await states(store)).toEqual({ a: 'exited' });
     expect(d.calls.inspect).toBe(inspects + 1);
@@ -202,22 +211,16 @@ describe('state store', () => {
   it('takes the events crishim’s own call brought as seen by its re-inspect, and no others', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'created');
-    store = createStateStore(d.api, logger, { resyncMs: 0 });
-    await store.list();
-    await until(() => d.streams.length === 1, 'the subscription');
+    store = await followingStore(d);
     const inspects = d.calls.inspect;
     d.containers.get(hex('a'))!.state = 'running';
     store.reinspect(hex('a'), ['start']);
     await until(() => d.calls.inspect === inspects + 1, 'the inspect');
-    d.emit(hex('a'), 'start');
-    await until(() => d.streams[0].readableLength === 0, 'the event to be read');
-    await new Promise((r) => setTimeout(r, 50));
+    await emitRead(d, hex('a'), 'start');
     expect(await states(store)).toEqual({ a: 'running' });
     expect(d.calls.inspect).toBe(inspects + 1);
     // a signal changes nothing inspect shows; the exit it may bring was not the call's doing
-    d.emit(hex('a'), 'kill');
-    await until(() => d.streams[0].readableLength === 0, 'the kill to be read');
-    await new Promise((r) => setTimeout(r, 50));
+    await emitRead(d, hex('a'), 'kill');
     expect(await states(store)).toEqual({ a: 'running' });
     expect(d.calls.inspect).toBe(inspects + 1);
     d.containers.get(hex('a'))!.state = 'exited';
@@ -229,9 +232,7 @@ describe('state store', () => {
   it('inspects a brought kind of event again once another event came between', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
-    store = createStateStore(d.api, logger, { resyncMs: 0 });
-    await store.list();
-    await until(() => d.streams.length === 1, 'the subscription');
+    store = await followingStore(d);
     const inspects = d.calls.inspect;
     d.containers.get(hex('a'))!.state = 'exited';
     store.reinspect(hex('a'), ['die', 'stop']);
@@ -280,9 +281,7 @@ describe('state store', () => {
     expect(await states(store)).toEqual({ b: 'running' });
     expect(d.calls.inspect).toBe(inspects);
     // its die, stamped before the destroy but delivered after it
-    d.emit(hex('a'), 'die');
-    await until(() => d.streams[0].readableLength === 0, 'the event to be read');
-    await new Promise((r) => setTimeout(r, 50));
+    await emitRead(d, hex('a'), 'die');
     expect(await states(store)).toEqual({ b: 'running' });
     expect(d.calls.inspect).toBe(inspects + 1);
   });
@@ -378,9 +377,7 @@ describe('state store', () => {
   it('fails reads while Docker is unreachable after a disconnect, and recovers', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
-    store = createStateStore(d.api, logger, { resyncMs: 0 });
-    await store.list();
-    await until(() => d.streams.length === 1, 'the subscription');
+    store = await followingStore(d);
     d.setDown(true);
     d.streams[0].end();
     await until(
