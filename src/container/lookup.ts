@@ -3,17 +3,7 @@ import { failedPrecondition, notFound } from '../errors';
 import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
 import { TYPE_CONTAINER, TYPE_LABEL } from '../labels';
-
-/**
- * Inspects any container (id or unique prefix; a pause container too) from the view when there
- * is one: a container crishim just changed is being re-inspected, and this shares that answer.
- */
-export function findAnyContainer(
-  deps: Pick<ServiceDeps, 'docker' | 'state'>,
-  ref: string,
-): Promise<Docker.ContainerInspectInfo | undefined> {
-  return deps.state ? deps.state.get(ref) : deps.docker.findContainer(ref);
-}
+import { findAnyContainer } from '../state/lookup';
 
 /** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
 export async function findContainer(

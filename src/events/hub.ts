@@ -9,7 +9,7 @@ import { SANDBOX_ID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { findSandbox } from '../sandbox/lookup';
 import { sandboxStatusOf } from '../sandbox/status';
 import { sandboxMembers } from '../sandbox/members';
-import { findAnyContainer } from '../container/lookup';
+import { findAnyContainer } from '../state/lookup';
 import { applyAction, diffSnapshots, snapshotOf, type Snapshot } from './snapshot';
 
 type CriEvent = RuntimeRes<'GetContainerEvents'>;

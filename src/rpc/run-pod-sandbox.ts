@@ -3,7 +3,7 @@ import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
 import { cgroupDriverFor, dockerCgroupParent } from '../cgroups/cgroup-parent';
 import { DomainError, invalidArgument, isNotFound, notFound } from '../errors';
-import { findAnyContainer } from '../container/lookup';
+import { findAnyContainer } from '../state/lookup';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';

@@ -3,7 +3,7 @@ import type { SandboxCheckpoint } from '../checkpoint/store';
 import type { ServiceDeps } from '../service-deps';
 import { ATTEMPT_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { parseName } from '../cri/naming';
-import { findAnyContainer } from '../container/lookup';
+import { findAnyContainer } from '../state/lookup';
 
 /** A sandbox as crishim knows it: its pause container, its checkpoint, or both. */
 export interface SandboxRecord {
