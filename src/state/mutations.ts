@@ -30,25 +30,19 @@ const CHANGING_CALLS = {
  */
 export function observeMutations(inner: DockerEngine, listener: MutationListener): DockerEngine {
   const outer: DockerEngine = Object.create(inner) as DockerEngine;
+  // a failed call brings no events: whatever came of it is inspected
+  const told = (id: string, call: Promise<void>, succeeded: () => void): Promise<void> =>
+    call.then(succeeded, (err: unknown) => {
+      listener.changed(id, []);
+      throw err;
+    });
   for (const [name, brings] of Object.entries(CHANGING_CALLS)) {
     const fn = inner[name as keyof typeof CHANGING_CALLS] as (id: string, ...rest: unknown[]) => Promise<void>;
     (outer as unknown as Record<string, unknown>)[name] = (id: string, ...rest: unknown[]): Promise<void> =>
-      fn.call(inner, id, ...rest).then(
-        () => listener.changed(id, brings),
-        (err: unknown) => {
-          listener.changed(id, []);
-          throw err;
-        },
-      );
+      told(id, fn.call(inner, id, ...rest), () => listener.changed(id, brings));
   }
   outer.removeContainer = (id: string, opts?: RemoveOptions): Promise<void> =>
-    inner.removeContainer(id, opts).then(
-      () => listener.removed(id),
-      (err: unknown) => {
-        listener.changed(id, []);
-        throw err;
-      },
-    );
+    told(id, inner.removeContainer(id, opts), () => listener.removed(id));
   outer.createContainer = async (spec: Docker.ContainerCreateOptions, opts: CreateOptions = {}): Promise<string> => {
     const id = await inner.createContainer(spec, { ...opts, onConflict: withRemovalReport(opts.onConflict, listener) });
     listener.changed(id, ['create']);
