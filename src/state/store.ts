@@ -189,19 +189,11 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     if (syncing) return syncing;
     const startEpoch = epoch;
     syncing = (async () => {
-      const listed = await docker.listContainers({ label: [TYPE_LABEL] });
-      const seen = new Set<string>();
+      const states = new Map((await docker.listContainers({ label: [TYPE_LABEL] })).map((c) => [c.Id, c.State]));
       let changed = 0;
-      for (const c of listed) {
-        seen.add(c.Id);
-        const e = entries.get(c.Id);
-        if (full || !e?.info || e.info.State.Status !== c.State) {
-          changed++;
-          invalidateId(c.Id);
-        }
-      }
-      for (const id of [...entries.keys()]) {
-        if (!seen.has(id)) {
+      // new ones, those whose state differs, and those the list no longer shows
+      for (const id of new Set([...states.keys(), ...entries.keys()])) {
+        if (full || entries.get(id)?.info?.State.Status !== states.get(id)) {
           changed++;
           invalidateId(id);
         }
