@@ -68,8 +68,8 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
     containers_statuses: [],
   };
   if (!sandboxId) return out;
-  // the view may not have heard of this event yet: make it ask Docker, as the old per-event inspect did
-  deps.state?.invalidate(ev.Actor.ID);
+  // the view's own stream may not have brought it this event yet: the reads below must show it
+  deps.state?.heard(ev);
   const rec = await findSandbox(deps, sandboxId).catch(unlessUnreachable(undefined));
   if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(unlessUnreachable(null));
   const members = await sandboxMembers(deps, sandboxId).catch(unlessUnreachable([]));

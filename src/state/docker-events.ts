@@ -1,3 +1,6 @@
+import type { DockerEvent } from '../docker/events';
+import { BoundedSet } from './bounded-set';
+
 /** Which of Docker's container events change what the view holds, and which it has already seen. */
 
 /**
@@ -40,3 +43,30 @@ export const brought = (actions: readonly string[] | undefined, now = performanc
 /** Whether `action` is one of those crishim's last call brought, still in its time. */
 export const wasBrought = (b: Brought, action: string, now = performance.now()): boolean =>
   b.actions.includes(action) && now <= b.until;
+
+/** How many events heard on one stream wait for the other's copy before the oldest is forgotten. */
+const HEARD_KEPT = 2048;
+
+/**
+ * Two subscriptions deliver the same Docker events: the view's own and the events hub's
+ * (src/events/hub.ts), which must read what an event changed before it converts it. Each event is
+ * acted on at its first hearing, whichever stream that is: the hub used to make the view re-inspect
+ * at every event it converted, one more inspect for each one the view had already taken in.
+ * Bounded: a key whose copy never comes (the hub has no subscriber) goes after HEARD_KEPT newer.
+ */
+export class HeardOnce {
+  private readonly waiting: BoundedSet;
+
+  constructor(kept = HEARD_KEPT) {
+    this.waiting = new BoundedSet(kept);
+  }
+
+  /** Whether this is the event's first hearing (an event with no engine time always is). */
+  first(ev: DockerEvent): boolean {
+    if (!ev.timeNano) return true;
+    const key = `${ev.Actor.ID} ${ev.Action} ${ev.timeNano}`;
+    if (this.waiting.delete(key)) return false;
+    this.waiting.add(key);
+    return true;
+  }
+}

@@ -3,7 +3,7 @@ import type { DockerEngine } from '../docker/engine';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
-import { brought, CHANGING_EVENTS, wasBrought, type Brought } from './docker-events';
+import { brought, CHANGING_EVENTS, HeardOnce, wasBrought, type Brought } from './docker-events';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
 
@@ -31,12 +31,12 @@ export interface StateStore {
   list(): Promise<readonly ContainerInfo[]>;
   /** A container by full id or unique prefix; Docker is asked when the view does not know it. */
   get(ref: string): Promise<ContainerInfo | undefined>;
-  /** Marks a container (id, prefix or name) as possibly changed: the next read re-inspects it. */
-  invalidate(ref: string): void;
+  /** A Docker event the events hub's subscription delivered, maybe before the view's own: acted on once for both. */
+  heard(ev: DockerEvent): void;
   /**
-   * Like invalidate, and re-inspects it at once: for crishim's own calls, whose caller (and the
-   * kubelet) reads the container next, so the inspect runs in the gap before that read, not in it.
-   * `brings`: the event actions the call made Docker send (see Brought).
+   * Marks a container (id, prefix or name) as changed by crishim's own call and re-inspects it at
+   * once: its caller (and the kubelet) reads it next, so the inspect runs in the gap before that
+   * read, not in it. `brings`: the event actions the call made Docker send (see Brought).
    */
   reinspect(ref: string, brings?: readonly string[]): void;
   /** crishim removed it: dropped from the view with no inspect (Docker never reuses an id). */
@@ -174,13 +174,12 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     return p;
   };
 
-  const invalidate = (ref: string, now = false, brings?: readonly string[]): void => {
-    const id = resolve(ref);
-    if (id) return invalidateId(id, now, brings);
-    if (FULL_ID.test(ref)) return invalidateId(ref, now, brings);
+  const reinspect = (ref: string, brings?: readonly string[]): void => {
+    const id = resolve(ref) ?? (FULL_ID.test(ref) ? ref : undefined);
+    if (id) return invalidateId(id, true, brings);
     // a name or an unknown prefix: learn which container it is (if it still exists)
     void lookUp(ref).then(
-      (info) => info && entries.has(info.Id) && invalidateId(info.Id, now),
+      (info) => info && entries.has(info.Id) && invalidateId(info.Id, true),
       () => undefined,
     );
   };
@@ -219,8 +218,10 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     }
   };
 
+  const heardOnce = new HeardOnce();
   const onEvent = (ev: DockerEvent): void => {
     if (ev.Type !== 'container' || !CHANGING_EVENTS.has(ev.Action) || !ev.Actor?.ID) return;
+    if (!heardOnce.first(ev)) return;
     const id = ev.Actor.ID;
     if (ev.Action === 'destroy') return forget(id);
     const e = entries.get(id);
@@ -276,8 +277,8 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
       // gone while we waited: the entry was dropped
       return entries.get(id ?? '') === e ? e.info : undefined;
     },
-    invalidate: (ref) => invalidate(ref),
-    reinspect: (ref, brings) => invalidate(ref, true, brings),
+    heard: onEvent,
+    reinspect,
     removed(ref) {
       // crishim removes by id; a ref the view cannot resolve is dropped at its destroy event
       const id = resolve(ref);

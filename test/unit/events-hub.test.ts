@@ -4,6 +4,7 @@ import { createEventHub } from '../../src/events/hub';
 import type { ServiceDeps } from '../../src/service-deps';
 import { SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../../src/labels';
 import { FakeEngine } from '../support/fake-engine';
+import { createStateStore, type StateStore } from '../../src/state/store';
 
 const SEC = 1e9;
 const BASE = Date.parse('2026-11-22T10:00:00Z') * 1e6;
@@ -46,10 +47,11 @@ function emit(s: PassThrough, id: string, action: string, timeNano: number, labe
   );
 }
 
-/** What the hub needs besides Docker: a silent logger, no checkpoints. */
-function hubDeps(api: unknown): ServiceDeps {
+/** What the hub needs besides Docker: a silent logger, no checkpoints (and a view, when given). */
+function hubDeps(api: unknown, state?: StateStore): ServiceDeps {
   return {
     docker: api,
+    state,
     logger: winston.createLogger({ silent: true }),
     checkpoints: { list: async () => [], read: async () => undefined },
     config: { rootDirectory: '/nonexistent' },
@@ -70,9 +72,9 @@ type Listed = Array<{ Id: string; State: string; Labels: Record<string, string> 
  * A hub over `fake` whose first list is `list`, with one subscriber, once its first subscription
  * is up; `seen` names the delivered events as `id:type`.
  */
-async function subscribedHub(fake: ReturnType<typeof fakeDocker>, list: Listed) {
+async function subscribedHub(fake: ReturnType<typeof fakeDocker>, list: Listed, view?: StateStore) {
   fake.state.list = list;
-  const hub = createEventHub(hubDeps(fake.api));
+  const hub = createEventHub(hubDeps(fake.api, view));
   const sub = hub.subscribe();
   try {
     await until(() => fake.state.streams.length === 1, 'first subscription');
@@ -90,6 +92,24 @@ async function subscribedHub(fake: ReturnType<typeof fakeDocker>, list: Listed) 
   };
   return { hub, sub, seen, afterRestart };
 }
+
+/** Container c1 as inspect shows it once it exited. */
+const exitedC1 = () => ({
+  Id: 'c1',
+  Name: '/k8s_app',
+  Created: '2026-11-22T10:00:00Z',
+  Image: 'sha256:1',
+  Config: { Image: 'busybox', Labels: ctrLabels },
+  State: {
+    Status: 'exited',
+    Running: false,
+    ExitCode: 137,
+    StartedAt: '2026-11-22T10:00:01Z',
+    FinishedAt: '2026-11-22T10:00:02Z',
+  },
+  HostConfig: {},
+  Mounts: [],
+});
 
 describe('event hub, first subscriber', () => {
   it('reports a container created while the first list was under way', async () => {
@@ -239,22 +259,7 @@ describe('event hub across a docker restart', () => {
   it('waits for Docker to be back before converting an event, rather than report no statuses', async () => {
     const fake = fakeDocker();
     const { state, api } = fake;
-    const c1 = {
-      Id: 'c1',
-      Name: '/k8s_app',
-      Created: '2026-11-22T10:00:00Z',
-      Image: 'sha256:1',
-      Config: { Image: 'busybox', Labels: ctrLabels },
-      State: {
-        Status: 'exited',
-        Running: false,
-        ExitCode: 137,
-        StartedAt: '2026-11-22T10:00:01Z',
-        FinishedAt: '2026-11-22T10:00:02Z',
-      },
-      HostConfig: {},
-      Mounts: [],
-    };
+    const c1 = exitedC1();
     let down = false;
     const refused = (): Error =>
       Object.assign(new Error('connect ECONNREFUSED /var/run/docker.sock'), { code: 'ECONNREFUSED' });
@@ -304,6 +309,31 @@ describe('event hub across a docker restart', () => {
       expect(await afterRestart(2)).toEqual(['c5:CONTAINER_CREATED_EVENT', 'c5:CONTAINER_STARTED_EVENT']);
     } finally {
       hub.close();
+    }
+  });
+
+  it('shows the change of an event the view has not heard yet on its own stream', async () => {
+    const fake = fakeDocker();
+    const c1 = exitedC1();
+    Object.assign(c1.State, { Status: 'running', Running: true });
+    // a copy, as each inspect answers: the view keeps what it was told
+    fake.api.findContainer = async (id: string) =>
+      id === 'c1' ? (structuredClone(c1) as unknown as Awaited<ReturnType<FakeEngine['findContainer']>>) : undefined;
+    fake.state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
+    // a view with no stream of its own: only the hub tells it of the die
+    const view = createStateStore(fake.api, winston.createLogger({ silent: true }), { subscribe: false, resyncMs: 0 });
+    await view.list();
+    const { hub, sub } = await subscribedHub(fake, fake.state.list, view);
+    try {
+      Object.assign(c1.State, { Status: 'exited', Running: false });
+      emit(fake.state.streams[0], 'c1', 'die', BASE + SEC, ctrLabels);
+      await until(() => sub.queue.length === 1, 'the stopped event');
+      expect((sub.queue[0].containers_statuses ?? []).map((c) => `${c.id}:${c.state}`)).toEqual([
+        'c1:CONTAINER_EXITED',
+      ]);
+    } finally {
+      hub.close();
+      view.close();
     }
   });
 });

@@ -3,7 +3,8 @@ import * as winston from 'winston';
 import { DockerUnreachableError } from '../../src/docker/errors';
 import type * as Docker from '../../src/docker/types';
 import { createStateStore, type StateStore } from '../../src/state/store';
-import { brought, wasBrought } from '../../src/state/docker-events';
+import { brought, HeardOnce, wasBrought } from '../../src/state/docker-events';
+import type { DockerEvent } from '../../src/docker/events';
 import { FakeEngine, inspectInfo } from '../support/fake-engine';
 
 const TYPE = 'io.kubernetes.docker.type';
@@ -80,18 +81,16 @@ function fakeDocker() {
     add(id: string, state: FakeContainer['state'], type = 'container'): void {
       containers.set(id, { id, state, labels: { [TYPE]: type } });
     },
-    emit(id: string, action: string): void {
+    /** An event of `id` as Docker would send it; `timeNano` tells two of the same kind apart. */
+    event(id: string, action: string, timeNano = Date.now() * 1e6): DockerEvent {
       const labels = api.containers.get(id)?.info.Config.Labels ?? { [TYPE]: 'container' };
+      return { Type: 'container', Action: action, Actor: { ID: id, Attributes: labels }, time: 1, timeNano };
+    },
+    /** Sends an event (or `action` of `id`, now) down the last subscription. */
+    emit(id: string | DockerEvent, action = ''): void {
       const subs = api.eventSubscriptions;
-      subs[subs.length - 1].stream.write(
-        JSON.stringify({
-          Type: 'container',
-          Action: action,
-          Actor: { ID: id, Attributes: labels },
-          time: 1,
-          timeNano: Date.now() * 1e6,
-        }) + '\n',
-      );
+      const ev = typeof id === 'string' ? this.event(id, action) : id;
+      subs[subs.length - 1].stream.write(JSON.stringify(ev) + '\n');
     },
     setDown(v: boolean): void {
       down = v;
@@ -181,14 +180,13 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects);
   });
 
-  it('inspects a container once for a burst of events and calls, at the next read', async () => {
+  it('inspects a container once for a burst of events, at the next read', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
     store = await followingStore(d);
     const inspects = d.calls.inspect;
-    // a stop as crishim makes it: its own call, then Docker's kill, die and stop events
+    // a stop behind crishim's back: Docker's kill, die and stop events
     d.containers.get(hex('a'))!.state = 'exited';
-    store.invalidate(hex('a'));
     await emitRead(d, hex('a'), 'kill', 'die', 'stop');
     expect(d.calls.inspect).toBe(inspects);
     expect(await states(store)).toEqual({ a: 'exited' });
@@ -246,6 +244,49 @@ describe('state store', () => {
     await until(async () => (await states(store!)).a === 'exited', 'the die');
   });
 
+  it('takes in an event both its stream and the events hub deliver once, whichever is first', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    store = await followingStore(d);
+    const inspects = d.calls.inspect;
+    // the hub got the die first: the next read shows it, and the view's own copy costs nothing
+    d.containers.get(hex('a'))!.state = 'exited';
+    const die = d.event(hex('a'), 'die');
+    store.heard(die);
+    expect(await states(store)).toEqual({ a: 'exited' });
+    d.emit(die);
+    await emitRead(d, hex('a'));
+    expect(await states(store)).toEqual({ a: 'exited' });
+    expect(d.calls.inspect).toBe(inspects + 1);
+    // the view's stream first, then the hub's copy of the same start
+    d.containers.get(hex('a'))!.state = 'running';
+    const start = d.event(hex('a'), 'start');
+    d.emit(start);
+    await emitRead(d, hex('a'));
+    expect(await states(store)).toEqual({ a: 'running' });
+    store.heard(start);
+    expect(await states(store)).toEqual({ a: 'running' });
+    expect(d.calls.inspect).toBe(inspects + 2);
+    // another die (another engine time) is news again
+    d.containers.get(hex('a'))!.state = 'exited';
+    store.heard(d.event(hex('a'), 'die', die.timeNano + 1));
+    expect(await states(store)).toEqual({ a: 'exited' });
+    expect(d.calls.inspect).toBe(inspects + 3);
+  });
+
+  it('waits for the second copy of a bounded number of events', () => {
+    const d = fakeDocker();
+    const heard = new HeardOnce(2);
+    const [e1, e2, e3] = [1, 2, 3].map((t) => d.event(hex('a'), 'start', t));
+    expect([heard.first(e1), heard.first(e1)]).toEqual([true, false]);
+    expect([heard.first(e1), heard.first(e2), heard.first(e3)]).toEqual([true, true, true]);
+    // e1 made room for e3: e3's and e2's copies are second hearings, e1's counts as a first
+    expect([heard.first(e3), heard.first(e2), heard.first(e1)]).toEqual([false, false, true]);
+    // no engine time: nothing to match a copy by
+    const untimed = d.event(hex('a'), 'die', 0);
+    expect([heard.first(untimed), heard.first(untimed)]).toEqual([true, true]);
+  });
+
   it('counts a call’s events as brought only for a while', () => {
     expect(brought([], 0)).toBeUndefined();
     const b = brought(['die', 'stop'], 1_000)!;
@@ -294,9 +335,8 @@ describe('state store', () => {
     await store.list();
     await until(() => d.streams.length === 1, 'the subscription');
     const inspects = d.calls.inspect;
-    // crishim removed it, and its destroy event never came
+    // removed behind crishim's back, and its destroy event never came
     d.containers.delete(hex('a'));
-    store.invalidate(hex('a'));
     await until(() => d.calls.inspect > inspects, 'the resync to inspect a');
     expect(await states(store)).toEqual({ b: 'running' });
     // the read found nothing stale: the resync had already dropped a
@@ -330,15 +370,15 @@ describe('state store', () => {
     expect((await store.list()).map((c) => c.Id[0])).toEqual(['b']);
   });
 
-  it('discards an inspect answer that predates a later invalidation', async () => {
+  it('discards an inspect answer that predates a later change', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'created');
     store = createStateStore(d.api, logger, { resyncMs: 0, subscribe: false });
     await store.list();
     const open = d.gate();
-    store.invalidate(hex('a')); // this inspect will answer 'created'
+    store.reinspect(hex('a')); // this inspect will answer 'created'
     d.containers.get(hex('a'))!.state = 'running';
-    store.invalidate(hex('a')); // crishim started it
+    store.reinspect(hex('a')); // crishim started it
     const listed = store.list();
     open();
     expect((await listed).map((c) => c.State.Status)).toEqual(['running']);
@@ -361,16 +401,16 @@ describe('state store', () => {
     expect(d.calls.inspect - inspects).toBe(3);
   });
 
-  it('marks a container by name or prefix stale, learning its id from Docker', async () => {
+  it('re-inspects a container named by a prefix it did not know, learning its id from Docker', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
     store = createStateStore(d.api, logger, { resyncMs: 0, subscribe: false });
     await store.list();
     d.add(hex('e'), 'created');
-    store.invalidate('eeee'); // not known yet
+    store.reinspect('eeee'); // not known yet
     await until(async () => (await store!.list()).length === 2, 'e to be tracked');
     d.containers.get(hex('e'))!.state = 'running';
-    store.invalidate('eeee');
+    store.reinspect('eeee');
     expect((await store.get(hex('e')))?.State.Status).toBe('running');
   });
 
