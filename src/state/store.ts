@@ -4,6 +4,7 @@ import { followDockerEvents, type DockerEvent, type EventSource } from '../docke
 import { shortId, type Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
 import { brought, CHANGING_EVENTS, HeardOnce, wasBrought, type Brought } from './docker-events';
+import { BoundedSet } from './bounded-set';
 
 export type ContainerInfo = Docker.ContainerInspectInfo;
 
@@ -68,6 +69,8 @@ interface Entry {
 
 const isOurs = (info: ContainerInfo): boolean => info.Config?.Labels?.[TYPE_LABEL] !== undefined;
 const FULL_ID = /^[0-9a-f]{64}$/;
+/** Removed ids remembered: more than a node's pods remove in the minutes the kubelet still asks about them. */
+const GONE_KEPT = 1024;
 
 export function createStateStore(docker: DockerEngine, logger: Logger, opts: StoreOptions = {}): StateStore {
   const entries = new Map<string, Entry>();
@@ -86,14 +89,14 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   const stale = new Set<Entry>();
   // what list() last answered, until an entry is added, dropped or re-inspected
   let listed: readonly ContainerInfo[] | undefined;
+  // removed ones: a late event of one, or a read of one (the kubelet's, the events hub's), needs no inspect
+  const gone = new BoundedSet(GONE_KEPT);
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
 
-  /**
-   * Drops a removed container: Docker never reuses an id, so no inspect needs to confirm it. An
-   * event of it that arrives later (out of order) only tracks it again until an inspect finds it gone.
-   */
+  /** Drops a removed container with no inspect: Docker never reuses an id, so it stays gone. */
   const forget = (id: string): void => {
+    gone.add(id);
     const e = entries.get(id);
     if (!e) return;
     entries.delete(id);
@@ -131,6 +134,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   };
 
   const invalidateId = (id: string, now = false, brings?: readonly string[]): void => {
+    if (gone.has(id)) return;
     let e = entries.get(id);
     if (!e) {
       e = { id, gen: 0, doneGen: 0 };
@@ -271,7 +275,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
       if (!synced || !subscribed) await settle();
       const id = resolve(ref);
       const e = id ? entries.get(id) : undefined;
-      if (!e) return lookUp(ref);
+      if (!e) return gone.has(ref) ? undefined : lookUp(ref);
       await settle(e);
       if (!isCurrent(e) && e.error) throw e.error;
       // gone while we waited: the entry was dropped

@@ -305,10 +305,11 @@ describe('state store', () => {
     d.containers.delete(hex('a'));
     store.removed(hex('a').slice(0, 12));
     expect(await states(store)).toEqual({ b: 'running' });
+    expect(await store.get(hex('a'))).toBeUndefined();
     expect(d.calls.inspect).toBe(inspects);
   });
 
-  it('drops a container at its destroy event with no inspect; a late event of it costs one', async () => {
+  it('drops a container at its destroy event with no inspect, nor one for a late event or a read of it', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
     d.add(hex('b'), 'running');
@@ -321,10 +322,11 @@ describe('state store', () => {
     await until(async () => (await store!.list()) !== first, 'a new array');
     expect(await states(store)).toEqual({ b: 'running' });
     expect(d.calls.inspect).toBe(inspects);
-    // its die, stamped before the destroy but delivered after it
+    // its die, stamped before the destroy but delivered after it; a Status call for it
     await emitRead(d, hex('a'), 'die');
     expect(await states(store)).toEqual({ b: 'running' });
-    expect(d.calls.inspect).toBe(inspects + 1);
+    expect(await store.get(hex('a'))).toBeUndefined();
+    expect(d.calls.inspect).toBe(inspects);
   });
 
   it('re-inspects stale containers at the periodic resync, so removed ones go with no read', async () => {
