@@ -89,7 +89,8 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   const stale = new Set<Entry>();
   // what list() last answered, until an entry is added, dropped or re-inspected
   let listed: readonly ContainerInfo[] | undefined;
-  // removed ones: a late event of one, or a read of one (the kubelet's, the events hub's), needs no inspect
+  // removed ones, so a read of one (the kubelet's, the events hub's) needs no inspect; an event or a
+  // list naming one still tracks it until an inspect, so a removal taken wrongly would heal
   const gone = new BoundedSet(GONE_KEPT);
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
@@ -134,7 +135,6 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   };
 
   const invalidateId = (id: string, now = false, brings?: readonly string[]): void => {
-    if (gone.has(id)) return;
     let e = entries.get(id);
     if (!e) {
       e = { id, gen: 0, doneGen: 0 };

@@ -309,7 +309,7 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects);
   });
 
-  it('drops a container at its destroy event with no inspect, nor one for a late event or a read of it', async () => {
+  it('drops a container at its destroy event with no inspect, nor one for a read of it; a late event costs one', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
     d.add(hex('b'), 'running');
@@ -322,11 +322,26 @@ describe('state store', () => {
     await until(async () => (await store!.list()) !== first, 'a new array');
     expect(await states(store)).toEqual({ b: 'running' });
     expect(d.calls.inspect).toBe(inspects);
-    // its die, stamped before the destroy but delivered after it; a Status call for it
+    // a Status call for it
+    expect(await store.get(hex('a'))).toBeUndefined();
+    expect(d.calls.inspect).toBe(inspects);
+    // its die, stamped before the destroy but delivered after it
     await emitRead(d, hex('a'), 'die');
     expect(await states(store)).toEqual({ b: 'running' });
     expect(await store.get(hex('a'))).toBeUndefined();
-    expect(d.calls.inspect).toBe(inspects);
+    expect(d.calls.inspect).toBe(inspects + 1);
+  });
+
+  it('tracks a container taken as removed again at its next event, should Docker still have it', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    store = await followingStore(d);
+    store.removed(hex('a'));
+    expect(await states(store)).toEqual({});
+    d.containers.get(hex('a'))!.state = 'exited';
+    d.emit(hex('a'), 'die');
+    await until(async () => (await states(store!)).a === 'exited', 'a back, exited');
+    expect((await store.get(hex('a')))?.State.Status).toBe('exited');
   });
 
   it('re-inspects stale containers at the periodic resync, so removed ones go with no read', async () => {
