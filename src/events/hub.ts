@@ -56,7 +56,8 @@ export interface EventHub {
   close(): void;
 }
 
-async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): Promise<CriEvent> {
+/** `inferred`: made up from a reconnect's list, not sent by Docker (see resync below). */
+async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType, inferred: boolean): Promise<CriEvent> {
   const labels = ev.Actor.Attributes;
   const isSandbox = labels[TYPE_LABEL] === TYPE_SANDBOX;
   const sandboxId = isSandbox ? ev.Actor.ID : (labels[SANDBOX_ID_LABEL] ?? '');
@@ -68,8 +69,10 @@ async function toCriEvent(deps: ServiceDeps, ev: DockerEvent, type: EventType): 
     containers_statuses: [],
   };
   if (!sandboxId) return out;
-  // the view's own stream may not have brought it this event yet: the reads below must show it
-  deps.state?.heard(ev);
+  // the view's own stream may not have brought it this event yet: the reads below must show it. An
+  // inferred one is no news to the view, which lists and inspects Docker again itself after a
+  // reconnect; and what a list no longer shows is no removal the view should take on trust
+  if (!inferred) deps.state?.heard(ev);
   const rec = await findSandbox(deps, sandboxId).catch(unlessUnreachable(undefined));
   if (rec) out.pod_sandbox_status = await sandboxStatusOf(deps, rec).catch(unlessUnreachable(null));
   const members = await sandboxMembers(deps, sandboxId).catch(unlessUnreachable([]));
@@ -122,13 +125,13 @@ export function createEventHub(deps: ServiceDeps): EventHub {
     }
   };
 
-  const enqueue = (ev: DockerEvent, type: EventType): void => {
+  const enqueue = (ev: DockerEvent, type: EventType, inferred = false): void => {
     if (subscribers.size === 0) return;
     // conversions inspect Docker; chaining keeps the delivery order Docker gave us
     chain = chain.then(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          publish(await toCriEvent(deps, ev, type));
+          publish(await toCriEvent(deps, ev, type, inferred));
           return;
         } catch (err) {
           if (isUnreachable(err) && attempt < CONVERT_RETRIES && !closed) {
@@ -219,7 +222,7 @@ export function createEventHub(deps: ServiceDeps): EventHub {
         time: Math.floor(from / 1e9),
         timeNano: from,
       };
-      enqueue(ev, EVENT_TYPES[m.action]);
+      enqueue(ev, EVENT_TYPES[m.action], true);
     }
     return from;
   };

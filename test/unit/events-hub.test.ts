@@ -93,6 +93,22 @@ async function subscribedHub(fake: ReturnType<typeof fakeDocker>, list: Listed, 
   return { hub, sub, seen, afterRestart };
 }
 
+/**
+ * A view with no stream of its own (only the hub tells it of events) over an engine where c1 runs;
+ * `c1` is what inspect answers, to change.
+ */
+async function viewOfRunningC1(fake: ReturnType<typeof fakeDocker>) {
+  const c1 = exitedC1();
+  Object.assign(c1.State, { Status: 'running', Running: true });
+  // a copy, as each inspect answers: the view keeps what it was told
+  fake.api.findContainer = async (id: string) =>
+    id === 'c1' ? (structuredClone(c1) as unknown as Awaited<ReturnType<FakeEngine['findContainer']>>) : undefined;
+  fake.state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
+  const view = createStateStore(fake.api, winston.createLogger({ silent: true }), { subscribe: false, resyncMs: 0 });
+  await view.list();
+  return { c1, view };
+}
+
 /** Container c1 as inspect shows it once it exited. */
 const exitedC1 = () => ({
   Id: 'c1',
@@ -314,15 +330,7 @@ describe('event hub across a docker restart', () => {
 
   it('shows the change of an event the view has not heard yet on its own stream', async () => {
     const fake = fakeDocker();
-    const c1 = exitedC1();
-    Object.assign(c1.State, { Status: 'running', Running: true });
-    // a copy, as each inspect answers: the view keeps what it was told
-    fake.api.findContainer = async (id: string) =>
-      id === 'c1' ? (structuredClone(c1) as unknown as Awaited<ReturnType<FakeEngine['findContainer']>>) : undefined;
-    fake.state.list = [{ Id: 'c1', State: 'running', Labels: ctrLabels }];
-    // a view with no stream of its own: only the hub tells it of the die
-    const view = createStateStore(fake.api, winston.createLogger({ silent: true }), { subscribe: false, resyncMs: 0 });
-    await view.list();
+    const { c1, view } = await viewOfRunningC1(fake);
     const { hub, sub } = await subscribedHub(fake, fake.state.list, view);
     try {
       Object.assign(c1.State, { Status: 'exited', Running: false });
@@ -331,6 +339,21 @@ describe('event hub across a docker restart', () => {
       expect((sub.queue[0].containers_statuses ?? []).map((c) => `${c.id}:${c.state}`)).toEqual([
         'c1:CONTAINER_EXITED',
       ]);
+    } finally {
+      hub.close();
+      view.close();
+    }
+  });
+
+  it('leaves the view to its own lists: a DELETED inferred at a reconnect drops nothing from it', async () => {
+    const fake = fakeDocker();
+    const { view } = await viewOfRunningC1(fake);
+    const { hub, afterRestart } = await subscribedHub(fake, fake.state.list, view);
+    try {
+      // the reconnect's list no longer shows c1, while inspect still finds it
+      fake.state.list = [];
+      expect(await afterRestart(2)).toEqual(['c1:CONTAINER_STOPPED_EVENT', 'c1:CONTAINER_DELETED_EVENT']);
+      expect((await view.get('c1'))?.State.Status).toBe('running');
     } finally {
       hub.close();
       view.close();
