@@ -95,7 +95,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
 
-  /** Drops a removed container with no inspect: Docker never reuses an id, so it stays gone. */
+  /** Drops a removed container with no inspect (ids are never reused); a late event of it costs one. */
   const forget = (id: string): void => {
     gone.add(id);
     const e = entries.get(id);
