@@ -4,6 +4,7 @@ import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
 import { cgroupVersionOf, checkHugepageLimits, dockerResources } from '../cri/container-resources';
 import type { HugetlbCgroup } from '../cgroups/hugetlb';
+import { forgetKept } from '../stats/files';
 
 type Resources = Parameters<typeof dockerResources>[0];
 
@@ -28,6 +29,9 @@ export async function applyResources(
       await deps.docker.updateContainer(id, update);
     } catch (err) {
       throw fromDockerError(err, `${what} ${id}`);
+    } finally {
+      // the next stats call reports the new limit (a failed update may have changed some of it)
+      forgetKept();
     }
     ctx.log.info('resources updated', { update });
   }

@@ -1,5 +1,5 @@
 import { DEFAULT_CGROUP_ROOT, filesPerCgroup, type CgroupPaths } from './cgroup-path';
-import { countLines, readBigInt, readKeyed, readNumber, statKey } from './files';
+import { countLines, readBigInt, readKept, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
 /**
@@ -47,7 +47,7 @@ export function readV1Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: U
   return {
     cpuUsageNanos: readBigInt(f.cpu),
     memoryUsage: usage,
-    memoryLimit: want.limit === false ? undefined : realLimit(readNumber(f.limit)),
+    memoryLimit: want.limit === false ? undefined : realLimit(readKept(f.limit)),
     workingSet: workingSet(usage, pick(INACTIVE_FILE)),
     rss: pick(RSS),
     pageFaults: pick(PGFAULT),

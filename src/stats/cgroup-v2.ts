@@ -1,5 +1,5 @@
 import { DEFAULT_CGROUP_ROOT, filesPerCgroup, type CgroupPaths } from './cgroup-path';
-import { countLines, readKeyed, readNumber, statKey } from './files';
+import { countLines, readKept, readKeyed, readNumber, statKey } from './files';
 import { realLimit, workingSet, type CgroupUsage, type UsageWanted } from './usage';
 
 /**
@@ -39,7 +39,7 @@ export function readV2Usage(cg: CgroupPaths, root = DEFAULT_CGROUP_ROOT, want: U
   return {
     cpuUsageNanos: cpu !== undefined ? BigInt(cpu) * 1000n : undefined,
     memoryUsage: current,
-    memoryLimit: want.limit === false ? undefined : realLimit(readNumber(f.max)),
+    memoryLimit: want.limit === false ? undefined : realLimit(readKept(f.max)),
     workingSet: workingSet(current, values[0]),
     rss: values[1],
     pageFaults: values[2],

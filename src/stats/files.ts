@@ -26,7 +26,15 @@ export function readTextSync(file: string): string | undefined {
  * removed cgroup is not pinned for more than two (the kubelet reads live ones every 10 s);
  * a failed read closes it at once.
  */
-const openFiles = new Map<string, { fd: number; used: number }>();
+const openFiles = new Map<string, OpenFile>();
+interface OpenFile {
+  fd: number;
+  used: number;
+  /** A value readKept took from the file, when (0: none) and in which keptEpoch. */
+  kept?: number;
+  keptAt: number;
+  keptEpoch: number;
+}
 /** The same files by directory: a gone cgroup's few are found without scanning every open file (closeHeldIn). */
 const openByDir = new Map<string, Set<string>>();
 const IDLE_MS = 60_000;
@@ -73,7 +81,7 @@ function readOpenBytes(file: string): Buffer | undefined {
     } catch {
       return undefined;
     }
-    e = { fd, used: now };
+    e = { fd, used: now, keptAt: 0, keptEpoch: 0 };
     openFiles.set(file, e);
     const dir = path.dirname(file);
     const inDir = openByDir.get(dir);
@@ -138,6 +146,43 @@ export function closeCgroupFiles(): void {
 export function readNumber(file: string): number | undefined {
   const b = readOpenBytes(file);
   return b && uintAt(b, 0, bytesLen);
+}
+
+/**
+ * How long readKept's answer stands. Memory limits change when crishim updates resources (which
+ * calls forgetKept) or when something else writes the cgroup (docker update, the kubelet resizing
+ * a pod cgroup): that shows within this time. Two of the eleven files a pod costs a
+ * ListPodSandboxStats are limits, the cheapest to keep.
+ */
+export const KEPT_MS = 30_000;
+let keptEpoch = 0;
+
+/**
+ * readNumber for a file that rarely changes (a memory limit): answered from the last read for
+ * KEPT_MS, unless forgetKept was called since. The value lives with the open fd, so a cgroup
+ * closed as gone or stopped (closeHeldIn) is read anew.
+ */
+export function readKept(file: string): number | undefined {
+  const now = Date.now();
+  const held = openFiles.get(file);
+  if (held && held.keptAt > 0 && held.keptEpoch === keptEpoch && now - held.keptAt < KEPT_MS) {
+    held.used = now;
+    return held.kept;
+  }
+  const v = readNumber(file);
+  // a failed read closed the file: nothing is kept
+  const e = openFiles.get(file);
+  if (e) {
+    e.kept = v;
+    e.keptAt = now;
+    e.keptEpoch = keptEpoch;
+  }
+  return v;
+}
+
+/** Every readKept value is read anew at its next call: crishim just changed a container's limits. */
+export function forgetKept(): void {
+  keptEpoch++;
 }
 
 /** Same, as a bigint: cumulative CPU nanoseconds outgrow 2^53 on big, long-lived hosts. */

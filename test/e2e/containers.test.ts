@@ -266,6 +266,9 @@ describe('container lifecycle details', () => {
   it('applies UpdateContainerResources through Docker', async () => {
     const id = await createContainer(pod, 'updatable', { command: ['sleep', '3600'] });
     await call(h.runtime, 'StartContainer', { container_id: id });
+    const memory = async () => (await call(h.runtime, 'ContainerStats', { container_id: id })).stats?.memory;
+    // no limit yet, and the stats path keeps what it read of the limit (stats/files.ts readKept)
+    expect((await memory())?.available_bytes ?? null).toBeNull();
     await call(h.runtime, 'UpdateContainerResources', {
       container_id: id,
       linux: { cpu_shares: '256', memory_limit_in_bytes: String(64 * 1024 * 1024) },
@@ -273,6 +276,11 @@ describe('container lifecycle details', () => {
     const info = await docker.getContainer(id).inspect();
     expect(info.HostConfig.CpuShares).toBe(256);
     expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
+    // the update is seen at the next stats call past the collector's 500 ms reuse of a reading,
+    // not when the kept limit expires (30 s)
+    await new Promise((r) => setTimeout(r, 600));
+    const after = await memory();
+    expect(Number(after?.available_bytes?.value)).toBe(64 * 1024 * 1024 - Number(after?.working_set_bytes?.value));
     await call(h.runtime, 'RemoveContainer', { container_id: id });
     await call(h.runtime, 'RemoveContainer', { container_id: id });
     expect((await codeOf(call(h.runtime, 'ContainerStatus', { container_id: id }))).code).toBe(status.NOT_FOUND);

@@ -4,8 +4,11 @@ import * as path from 'path';
 import {
   closeCgroupFiles,
   closeHeldIn,
+  forgetKept,
+  KEPT_MS,
   keyedValue as keyedIn,
   readBigInt,
+  readKept,
   readKeyed,
   readNumber,
   statKey,
@@ -98,6 +101,46 @@ describe('single-value cgroup files', () => {
     await fsp.writeFile(long, '123456789\n');
     expect(readNumber(long)).toBe(123456789);
     expect(readNumber(short)).toBe(7);
+  });
+
+  describe('a kept value (a memory limit)', () => {
+    let file: string;
+    let now: number;
+    beforeEach(async () => {
+      file = path.join(dir, 'memory.limit_in_bytes');
+      await fsp.writeFile(file, '1000\n');
+      now = Date.now();
+      jest.spyOn(Date, 'now').mockImplementation(() => now);
+      expect(readKept(file)).toBe(1000);
+      await fsp.writeFile(file, '2000\n');
+    });
+    afterEach(() => jest.restoreAllMocks());
+
+    it('stands for KEPT_MS, then the file is read again', () => {
+      now += KEPT_MS - 1;
+      expect(readKept(file)).toBe(1000);
+      now += 1;
+      expect(readKept(file)).toBe(2000);
+    });
+    it('is read again at once after forgetKept (crishim changed limits)', () => {
+      forgetKept();
+      expect(readKept(file)).toBe(2000);
+    });
+    it('goes with its file: a cgroup closed as stopped or gone is read again', () => {
+      closeHeldIn(new Set([dir]));
+      expect(readKept(file)).toBe(2000);
+    });
+    it('keeps "none" too, and a file that cannot be read is asked again', async () => {
+      await fsp.writeFile(file, 'max\n');
+      forgetKept();
+      expect(readKept(file)).toBeUndefined();
+      await fsp.writeFile(file, '3000\n');
+      expect(readKept(file)).toBeUndefined();
+      const gone = path.join(dir, 'gone');
+      expect(readKept(gone)).toBeUndefined();
+      await fsp.writeFile(gone, '5\n');
+      expect(readKept(gone)).toBe(5);
+    });
   });
 
   it('a missing keyed file leaves every value undefined', () => {
