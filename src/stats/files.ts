@@ -151,7 +151,7 @@ export function readNumber(file: string): number | undefined {
 /**
  * How long readKept's answer stands. Memory limits change when crishim updates resources (which
  * calls forgetKept) or when something else writes the cgroup (docker update, the kubelet resizing
- * a pod cgroup): that shows within this time. Two of the eleven files a pod costs a
+ * a pod cgroup): that shows within this time. Two of the ten files a pod costs a
  * ListPodSandboxStats are limits, the cheapest to keep.
  */
 export const KEPT_MS = 30_000;
