@@ -117,6 +117,15 @@ export function readHeld(file: string): string | undefined {
   return readOpenBytes(file)?.toString('utf8', 0, bytesLen);
 }
 
+/**
+ * A kept-open file's bytes handed to `parse` with their length (the buffer may hold older bytes
+ * past it, and is reused by the next read): no text made of them. Undefined when unreadable.
+ */
+export function readHeldWith<T>(file: string, parse: (bytes: Buffer, len: number) => T): T | undefined {
+  const b = readOpenBytes(file);
+  return b && parse(b, bytesLen);
+}
+
 /** Closes a kept-open file now, if it is open (its owner is gone: see netdev.ts). */
 export function closeHeld(file: string): void {
   const e = openFiles.get(file);
