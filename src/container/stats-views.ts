@@ -8,6 +8,7 @@ import type { ContainerView, PodView } from '../cri/stats-convert';
 
 type ContainerFilter = RuntimeReq<'ListContainerStats'>['filter'];
 type PodFilter = RuntimeReq<'ListPodSandboxStats'>['filter'];
+type Identified = { id?: string | null };
 
 /** What the stats and metrics RPCs read: CRI containers and pods with their samples. */
 export interface StatsViews {
@@ -29,6 +30,21 @@ export function createStatsViews(
 ): StatsViews {
   /** fs_id of writable layers: Docker's data root, from the cached `docker info`. */
   const mountpoint = (): string => deps.engine.current().dockerRootDir ?? '/var/lib/docker';
+
+  /**
+   * The ids of an unfiltered list, one set per list: the lists are shared arrays the view hands
+   * out again until something changes, so the collector sees the same set and can tell nothing
+   * needs forgetting.
+   */
+  const idSets = new WeakMap<readonly Identified[], ReadonlySet<string>>();
+  const idsOf = (items: readonly Identified[]): ReadonlySet<string> => {
+    let ids = idSets.get(items);
+    if (!ids) {
+      ids = new Set(items.map((x) => x.id ?? ''));
+      idSets.set(items, ids);
+    }
+    return ids;
+  };
 
   let indexed:
     { list: readonly Docker.ContainerInspectInfo[]; byId: Map<string, Docker.ContainerInspectInfo> } | undefined;
@@ -53,7 +69,7 @@ export function createStatsViews(
       state: null,
     });
     const unfiltered = !filter?.id && !filter?.pod_sandbox_id && Object.keys(filter?.label_selector ?? {}).length === 0;
-    if (unfiltered) collector.retain(new Set(containers.map((c) => c.id ?? '')), 'container');
+    if (unfiltered) collector.retain(idsOf(containers), 'container');
     const byId = await infos;
     const samples = await collector.containers(
       containers.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING', info: byId.get(c.id ?? '') })),
@@ -72,11 +88,11 @@ export function createStatsViews(
     ]);
     const unfiltered = !filter?.id && Object.keys(filter?.label_selector ?? {}).length === 0;
     if (unfiltered) {
-      collector.retain(new Set(sandboxes.map((s) => s.id ?? '')), 'sandbox');
-      collector.retain(new Set(containers.map((c) => c.id ?? '')), 'container');
+      collector.retain(idsOf(sandboxes), 'sandbox');
+      collector.retain(idsOf(containers), 'container');
     }
-    const wanted = new Set(sandboxes.map((s) => s.id));
-    const mine = containers.filter((c) => wanted.has(c.pod_sandbox_id));
+    const wanted = idsOf(sandboxes);
+    const mine = containers.filter((c) => wanted.has(c.pod_sandbox_id ?? ''));
     const samples = await collector.containers(
       mine.map((c) => ({ id: c.id ?? '', running: c.state === 'CONTAINER_RUNNING', info: byId.get(c.id ?? '') })),
       signal,

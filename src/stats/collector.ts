@@ -21,8 +21,11 @@ export interface StatsCollector {
   pod(sandbox: Target, members: Sample[], signal?: AbortSignal): Promise<PodSample>;
   /** The same for many pods at once: their pause containers are read as one batch (one settle pause, not one per pod). */
   pods(pods: ReadonlyArray<{ sandbox: Target; members: Sample[] }>, signal?: AbortSignal): Promise<PodSample[]>;
-  /** Forgets what is cached about ids of a kind that are not in `ids` (call after an unfiltered list). */
-  retain(ids: Set<string>, kind?: TargetKind): void;
+  /**
+   * Forgets what is cached about ids of a kind that are not in `ids` (call after an unfiltered
+   * list). `ids` is never changed once passed: the same set again is known to need nothing.
+   */
+  retain(ids: ReadonlySet<string>, kind?: TargetKind): void;
   /** One container (kept for callers that sample one at a time). */
   sample(id: string, running: boolean): Promise<Sample>;
 }
@@ -82,8 +85,18 @@ export function createStatsCollector(
     closeHeldIn(dirs);
   }
 
+  /** Counts samplings of an id as a kind it was not held as: a retain given the same ids as the last runs only if this moved. */
+  let marked = 0;
+  const mark = (id: string, kind: TargetKind): void => {
+    if (kinds.get(id) === kind) return;
+    kinds.set(id, kind);
+    marked++;
+  };
+  /** Per kind, the ids the last retain kept and `marked` then. */
+  const retained = new Map<TargetKind, { ids: ReadonlySet<string>; marked: number }>();
+
   const fresh = async (t: Target, kind: TargetKind): Promise<Sample> => {
-    kinds.set(t.id, kind);
+    mark(t.id, kind);
     const s = await readSample(src, t, kind);
     recent.put(t, s);
     return s;
@@ -94,7 +107,7 @@ export function createStatsCollector(
     if (reused) return reused;
     const s = readSampleNow(src, t, kind);
     if (s) {
-      kinds.set(t.id, kind);
+      mark(t.id, kind);
       recent.put(t, s);
     }
     return s;
@@ -171,6 +184,11 @@ export function createStatsCollector(
     },
     pods,
     retain(ids, kind = 'container') {
+      // every stats call retains; in a steady state it is the same set (the same object: see the
+      // interface) with nothing sampled since that the last retain did not see, so nothing to forget
+      const last = retained.get(kind);
+      if (last?.ids === ids && last.marked === marked) return;
+      retained.set(kind, { ids, marked });
       const keep = (id: string): boolean => kinds.get(id) !== kind || ids.has(id);
       src.facts.forget(keep);
       recent.forget(keep);

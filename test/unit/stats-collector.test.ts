@@ -278,6 +278,26 @@ describe('stats collector', () => {
     expect(await fdsOn(podStat)).toBe(0);
   });
 
+  it('forgets a container sampled again since a retain, when the next retain passes the same set', async () => {
+    const col = await podInOwnCgroup({ pids: 99 });
+    const appStat = path.join(cgRoot, 'memory', 'pod1', C1, 'memory.stat');
+    const none = new Set<string>();
+    await col.containers([{ id: C1, running: true }]);
+    col.retain(none, 'container');
+    expect(await fdsOn(appStat)).toBe(0);
+    // the same set object again, after C1 came back: still not kept
+    await col.containers([{ id: C1, running: true }]);
+    expect(await fdsOn(appStat)).toBe(1);
+    col.retain(none, 'container');
+    expect(await fdsOn(appStat)).toBe(0);
+    // and with it in the set, kept through repeated retains
+    const withC1 = new Set([C1]);
+    await col.containers([{ id: C1, running: true }]);
+    col.retain(withC1, 'container');
+    col.retain(withC1, 'container');
+    expect(await fdsOn(appStat)).toBe(1);
+  });
+
   it("a pod under Docker's shared parent is the sum of its containers, pause included", async () => {
     const col = await podBesideAnother('/docker');
     const members = await col.containers([{ id: C1, running: true }]);
