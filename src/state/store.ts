@@ -92,11 +92,13 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   // removed ones, so a read of one (the kubelet's, the events hub's) needs no inspect; an event or a
   // list naming one still tracks it until an inspect, so a removal taken wrongly would heal
   const gone = new BoundedSet(GONE_KEPT);
+  let forgets = 0; // a lookup's answer across a forget of its container may predate the removal: not tracked
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
 
   /** Drops a removed container with no inspect (ids are never reused); a late event of it costs one. */
   const forget = (id: string): void => {
+    forgets++;
     gone.add(id);
     const e = entries.get(id);
     if (!e) return;
@@ -162,8 +164,9 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
 
   /** Asks Docker about a ref the view cannot resolve, and tracks the container if it is ours. */
   const lookUp = (ref: string): Promise<ContainerInfo | undefined> => {
+    const since = forgets;
     const p = docker.findContainer(ref).then((info) => {
-      if (info && isOurs(info) && !entries.has(info.Id)) {
+      if (info && isOurs(info) && !entries.has(info.Id) && !(forgets !== since && gone.has(info.Id))) {
         entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1 });
         listed = undefined;
       }

@@ -332,6 +332,23 @@ describe('state store', () => {
     expect(d.calls.inspect).toBe(inspects + 1);
   });
 
+  it('does not track a container whose destroy came while a read of it was asking Docker', async () => {
+    const d = fakeDocker();
+    store = await followingStore(d);
+    // created behind crishim's back; its create event not here yet
+    d.add(hex('a'), 'running');
+    const open = d.gate();
+    const read = store.get(hex('a')); // no entry: asks Docker, which answers it exists
+    await until(() => d.api.count('findContainer') > 0, 'the inspect');
+    d.containers.delete(hex('a'));
+    await emitRead(d, hex('a'), 'destroy');
+    open();
+    expect((await read)?.State.Status).toBe('running'); // answered before the removal: fine
+    // but the view must not keep it: Docker has no such container, and no event will say so again
+    expect(await states(store)).toEqual({});
+    expect(await store.get(hex('a'))).toBeUndefined();
+  });
+
   it('tracks a container taken as removed again at its next event, should Docker still have it', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'running');
