@@ -35,7 +35,7 @@ import { PodLogDirs } from './pod-logs';
 import { startReplayFloor } from './replay-floor';
 import { churn, churnAcrossRestarts } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
-import type { RelistClient } from './relist-client';
+import type { KubeletClient } from './kubelet-client';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
@@ -112,7 +112,7 @@ interface Daemon {
   proc: ChildProcess;
   runtime: RuntimeServiceClient;
   image: ImageServiceClient;
-  relist: RelistClient;
+  kubelet: KubeletClient;
   /** Where the daemon listens (`unix://...`). */
   endpoint: string;
   dir: string;
@@ -199,14 +199,14 @@ async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   );
   let log = '';
   proc.stderr?.on('data', (c: Buffer) => (log += c.toString()));
-  const { runtime, image, relist } = connectCri(`unix://${socket}`, REPO);
+  const { runtime, image, kubelet } = connectCri(`unix://${socket}`, REPO);
   for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 50));
   if (!existsSync(socket)) throw new Error(`crishim did not start; log: ${log}`);
   return {
     proc,
     runtime,
     image,
-    relist,
+    kubelet,
     endpoint: `unix://${socket}`,
     dir,
     dockerRequests: proxy.count,
@@ -723,7 +723,7 @@ async function compareTarget(
     pid,
     usesDocker: runtimeName === 'docker',
     call: (method, req) => rpc(c, method, req),
-    relist: () => c.relist.relist(),
+    relist: () => c.kubelet.relist(),
     imageFsInfo: () => criCall(c.image, 'ImageFsInfo', {}),
     runPod: () => runPodWithApp(c, false, parent()),
     removePod: (id) => removePod(c, id),
@@ -755,7 +755,7 @@ async function main(): Promise<void> {
     const target = {
       pid: d.proc.pid ?? 0,
       call: <T>(method: string, req: unknown) => rpc<T>(d, method, req),
-      relist: () => d.relist.relist(),
+      relist: () => d.kubelet.relist(),
       runPod: () => runPodWithApp(d, false),
       removePod: (id: string) => removePod(d, id),
       cniConfFile: path.join(d.dir, 'net.d', '10-bench.conflist'),
@@ -823,7 +823,7 @@ async function stopDaemon(d: Daemon): Promise<void> {
   await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
   d.runtime.close();
   d.image.close();
-  d.relist.close();
+  d.kubelet.close();
   d.closeProxy();
   try {
     execFileSync('ip', ['link', 'del', 'crishimbench0'], { stdio: 'ignore' });

@@ -10,13 +10,13 @@ import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType } from '../src/generated/api';
 import type { RuntimeServiceClient } from '../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../src/generated/runtime/v1/ImageService';
-import { connectRelist, type RelistClient } from './relist-client';
+import { connectKubeletClient, type KubeletClient } from './kubelet-client';
 
 export interface CriClient {
   runtime: RuntimeServiceClient;
   image: ImageServiceClient;
-  /** The PLEG relist as the kubelet's client makes it (bench/relist-client.ts); connects on first use. */
-  relist: RelistClient;
+  /** The PLEG relist as the kubelet's client makes it (bench/kubelet-client.ts); connects on first use. */
+  kubelet: KubeletClient;
   close(): void;
 }
 
@@ -49,8 +49,8 @@ export function connectCri(endpoint: string, repo: string): CriClient {
     endpoint,
     grpc.credentials.createInsecure(),
   ) as unknown as ImageServiceClient;
-  const relist = connectRelist(endpoint);
-  return { runtime, image, relist, close: () => (runtime.close(), image.close(), relist.close()) };
+  const kubelet = connectKubeletClient(endpoint);
+  return { runtime, image, kubelet, close: () => (runtime.close(), image.close(), kubelet.close()) };
 }
 
 type Unary<T> = (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: Error | null, res: T) => void) => void;

@@ -2,7 +2,7 @@
  * The `kubelet load` section: what a kubelet asks of its runtime all day, at a
  * given number of pods (110 is the kubelet's default max-pods):
  *   PLEG relist            ListPodSandbox + ListContainers, every second, through a client shaped
- *                          like the kubelet's (bench/relist-client.ts) and, every other second,
+ *                          like the kubelet's (bench/kubelet-client.ts) and, every other second,
  *                          through grpc-js's (decoding every field), whose own cost it shows
  *   runtime health         Status, every 5 s
  *   pod status sync        PodSandboxStatus + ListContainers(pod) + ContainerStatus, each pod once a minute, spread out
@@ -32,13 +32,13 @@ import {
   type Resident,
 } from './measure';
 import type { ReplayFloor } from './replay-floor';
-import { dockerRelist, relistInTurn } from './relist-client';
+import { dockerRelist, relistInTurn } from './kubelet-client';
 
 export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
   pid: number;
   call<T>(method: string, req: unknown): Promise<T>;
-  /** The PLEG relist through a client shaped like the kubelet's (bench/relist-client.ts). */
+  /** The PLEG relist through a client shaped like the kubelet's (bench/kubelet-client.ts). */
   relist(): Promise<unknown>;
   imageFsInfo(): Promise<unknown>;
   /** Starts a networked pod with one long-running container; answers the sandbox id. */

@@ -10,7 +10,7 @@
 import { readFileSync } from 'fs';
 import type Docker from 'dockerode';
 import { cpuNs, pct, rssMiB } from './measure';
-import { dockerRelist, relistInTurn } from './relist-client';
+import { dockerRelist, relistInTurn } from './kubelet-client';
 
 /** CPU time of a process's live threads in ms. */
 const cpuMs = (pid: number): number => cpuNs(pid) / 1e6;

@@ -91,7 +91,7 @@ export async function startReplayFloor(crishimEndpoint: string, repo: string, po
   return {
     pid: proc.pid ?? 0,
     call: (method, req) => criCall(client.runtime, method, req),
-    relist: () => client.relist.relist(),
+    relist: () => client.kubelet.relist(),
     imageFsInfo: () => criCall(client.image, 'ImageFsInfo', {}),
     async close() {
       client.close();

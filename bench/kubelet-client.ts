@@ -20,7 +20,7 @@ export interface RelistAnswer {
   containers: number;
 }
 
-export interface RelistClient {
+export interface KubeletClient {
   relist(): Promise<RelistAnswer>;
   close(): void;
 }
@@ -91,7 +91,7 @@ export function dockerRelist(docker: Pick<Docker, 'listContainers'>): Promise<un
 }
 
 /** `unix:///path` (or a bare path) -> a client that reconnects when its connection is gone. */
-export function connectRelist(endpoint: string): RelistClient {
+export function connectKubeletClient(endpoint: string): KubeletClient {
   const socketPath = endpoint.replace(/^unix:\/\//, '');
   let session: http2.ClientHttp2Session | undefined;
   const connect = (): http2.ClientHttp2Session => {

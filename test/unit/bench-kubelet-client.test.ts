@@ -2,7 +2,7 @@ import { mkdtempSync } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
-import { connectRelist, countListEntries } from '../../bench/relist-client';
+import { connectKubeletClient, countListEntries } from '../../bench/kubelet-client';
 import { loadCriProto } from '../support/cri-proto';
 
 const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
@@ -38,7 +38,7 @@ describe("the bench's kubelet-shaped relist client", () => {
   });
 
   it('relists a grpc-js server over its socket, one call after the other, and reports its error status', async () => {
-    const socket = path.join(mkdtempSync(path.join(os.tmpdir(), 'relist-client-')), 'cri.sock');
+    const socket = path.join(mkdtempSync(path.join(os.tmpdir(), 'kubelet-client-')), 'cri.sock');
     const server = new grpc.Server();
     let failing = false;
     // what the server saw, in order: the kubelet asks for the containers only once it has the sandboxes
@@ -63,7 +63,7 @@ describe("the bench's kubelet-shaped relist client", () => {
     await new Promise<void>((resolve, reject) =>
       server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
     );
-    const client = connectRelist(`unix://${socket}`);
+    const client = connectKubeletClient(`unix://${socket}`);
     try {
       expect(await client.relist()).toEqual({ sandboxes: 2, containers: 1 });
       expect(seen).toEqual(['ListPodSandbox', 'sandboxes answered', 'ListContainers']);
