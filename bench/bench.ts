@@ -35,7 +35,7 @@ import { PodLogDirs } from './pod-logs';
 import { startReplayFloor } from './replay-floor';
 import { churn, churnAcrossRestarts } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
-import type { KubeletClient } from './kubelet-client';
+import type { KubeletClient, StatsRoundCall } from './kubelet-client';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
@@ -724,6 +724,7 @@ async function compareTarget(
     usesDocker: runtimeName === 'docker',
     call: (method, req) => rpc(c, method, req),
     relist: () => c.kubelet.relist(),
+    statsRound: (calls?: readonly StatsRoundCall[]) => c.kubelet.statsRound(calls),
     imageFsInfo: () => criCall(c.image, 'ImageFsInfo', {}),
     runPod: () => runPodWithApp(c, false, parent()),
     removePod: (id) => removePod(c, id),
@@ -756,6 +757,7 @@ async function main(): Promise<void> {
       pid: d.proc.pid ?? 0,
       call: <T>(method: string, req: unknown) => rpc<T>(d, method, req),
       relist: () => d.kubelet.relist(),
+      statsRound: () => d.kubelet.statsRound(),
       runPod: () => runPodWithApp(d, false),
       removePod: (id: string) => removePod(d, id),
       cniConfFile: path.join(d.dir, 'net.d', '10-bench.conflist'),

@@ -15,7 +15,7 @@ import { connectKubeletClient, type KubeletClient } from './kubelet-client';
 export interface CriClient {
   runtime: RuntimeServiceClient;
   image: ImageServiceClient;
-  /** The PLEG relist as the kubelet's client makes it (bench/kubelet-client.ts); connects on first use. */
+  /** The kubelet's polling calls as its client makes them (bench/kubelet-client.ts); connects on first use. */
   kubelet: KubeletClient;
   close(): void;
 }

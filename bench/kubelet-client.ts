@@ -1,11 +1,14 @@
 /**
- * The PLEG relist (ListPodSandbox, then ListContainers) as the kubelet's client makes it, for the
- * relist latency the kubelet load reports, and the same relist as raw Docker calls for the baselines.
+ * The kubelet's polling calls as its own client makes them: the PLEG relist (ListPodSandbox, then
+ * ListContainers) and the stats round (ListContainerStats, ListPodSandboxStats and ImageFsInfo at
+ * once), for the latencies the kubelet load reports; and the same relist as raw Docker calls for the
+ * baselines.
  *
  * The kubelet's client is grpc-go: compiled, and it decodes an answer of 110 pods in a fraction
  * of a millisecond. grpc-js's client, which the bench uses for every other call, spends about a
  * millisecond of its own on a call that comes after a second of idleness, and decodes with
- * protobufjs (another one or two at 110 pods): its relist figure is mostly the client's. This
+ * protobufjs (another one or two for a relist at 110 pods, 25-40 ms for a stats round, whose
+ * every counter it turns into a decimal string): its figures are mostly the client's. This
  * client speaks gRPC's framing over node:http2 and only walks the answer's top-level fields to
  * count the entries. On this machine it read within 0.1-0.4 ms above a grpc-go client, on the
  * same servers (docs/benchmark-history.md, 2026-11-26).
@@ -20,8 +23,14 @@ export interface RelistAnswer {
   containers: number;
 }
 
+/** The calls of the kubelet's stats round, each answering a list in its field 1. */
+export const STATS_ROUND = ['ListContainerStats', 'ListPodSandboxStats', 'ImageFsInfo'] as const;
+export type StatsRoundCall = (typeof STATS_ROUND)[number];
+
 export interface KubeletClient {
   relist(): Promise<RelistAnswer>;
+  /** `calls` at once (a runtime that cannot answer one is asked the others); each answer's entries. */
+  statsRound(calls?: readonly StatsRoundCall[]): Promise<number[]>;
   close(): void;
 }
 
@@ -108,9 +117,10 @@ export function connectKubeletClient(endpoint: string): KubeletClient {
 
   const call = (method: string): Promise<number> =>
     new Promise((resolve, reject) => {
+      const service = method === 'ImageFsInfo' ? 'ImageService' : 'RuntimeService';
       const stream = connect().request({
         ':method': 'POST',
-        ':path': `/runtime.v1.RuntimeService/${method}`,
+        ':path': `/runtime.v1.${service}/${method}`,
         'content-type': 'application/grpc',
         te: 'trailers',
         'grpc-timeout': TIMEOUT,
@@ -148,6 +158,7 @@ export function connectKubeletClient(endpoint: string): KubeletClient {
       const [sandboxes, containers] = await relistInTurn(call);
       return { sandboxes, containers };
     },
+    statsRound: (calls = STATS_ROUND) => Promise.all(calls.map(call)),
     close: () => session?.close(),
   };
 }

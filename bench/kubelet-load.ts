@@ -32,7 +32,7 @@ import {
   type Resident,
 } from './measure';
 import type { ReplayFloor } from './replay-floor';
-import { dockerRelist, relistInTurn } from './kubelet-client';
+import { dockerRelist, relistInTurn, type StatsRoundCall } from './kubelet-client';
 
 export interface LoadTarget {
   /** crishim's pid, for its CPU and RSS. */
@@ -40,6 +40,8 @@ export interface LoadTarget {
   call<T>(method: string, req: unknown): Promise<T>;
   /** The PLEG relist through a client shaped like the kubelet's (bench/kubelet-client.ts). */
   relist(): Promise<unknown>;
+  /** The stats round through the same client: `calls`, or all three. */
+  statsRound(calls?: readonly StatsRoundCall[]): Promise<unknown>;
   imageFsInfo(): Promise<unknown>;
   /** Starts a networked pod with one long-running container; answers the sandbox id. */
   runPod(): Promise<string>;
@@ -83,6 +85,8 @@ export interface Calls {
   logMonitor(): Promise<unknown>;
   version(): Promise<unknown>;
   statsRound?(): Promise<unknown>;
+  /** The same stats round through grpc-js's client, made instead of `statsRound` every other time. */
+  statsRoundGrpcJs?(): Promise<unknown>;
 }
 
 export interface PhaseResult {
@@ -90,6 +94,8 @@ export interface PhaseResult {
   /** Latencies of `relistGrpcJs`, when the calls have one. */
   relistGrpcJs: number[];
   stats: number[];
+  /** Latencies of `statsRoundGrpcJs`, when the calls have one. */
+  statsGrpcJs: number[];
   cpuPct: number;
   dockerdPct: number;
   errors: number;
@@ -115,6 +121,7 @@ export async function drive(
     relist: [],
     relistGrpcJs: [],
     stats: [],
+    statsGrpcJs: [],
     cpuPct: 0,
     dockerdPct: 0,
     errors: 0,
@@ -131,6 +138,7 @@ export async function drive(
     calls.status(),
     calls.version(),
     calls.statsRound?.(),
+    calls.statsRoundGrpcJs?.(),
     calls.logMonitor(),
   ]).catch(failed);
   await mapLimit(pods.length, 4, (i) => calls.podSync(pods[i]).catch(failed));
@@ -156,6 +164,9 @@ export async function drive(
   let relists = 0;
   const relistGrpcJs = calls.relistGrpcJs && timedInto(out.relistGrpcJs, calls.relistGrpcJs);
   const relistLean = timedInto(out.relist, calls.relist);
+  let rounds = 0;
+  const statsGrpcJs = calls.statsRoundGrpcJs && timedInto(out.statsGrpcJs, calls.statsRoundGrpcJs);
+  const statsLean = calls.statsRound && timedInto(out.stats, calls.statsRound);
   await Promise.all([
     // one relist a second, as the kubelet's; the two clients take turns
     every(1000, () => (relistGrpcJs && relists++ % 2 === 1 ? relistGrpcJs() : relistLean())),
@@ -165,7 +176,10 @@ export async function drive(
       async () => void (await calls.podSync(pods[podIndex++ % pods.length])),
       200,
     ),
-    calls.statsRound ? every(sizes.statsEveryMs, timedInto(out.stats, calls.statsRound), 600) : Promise.resolve(),
+    // the stats round likewise, the kubelet-shaped client first
+    statsLean
+      ? every(sizes.statsEveryMs, () => (statsGrpcJs && rounds++ % 2 === 1 ? statsGrpcJs() : statsLean()), 600)
+      : Promise.resolve(),
     every(sizes.logMonitorEveryMs, async () => void (await calls.logMonitor()), 300),
     every(1000, async () => void (await calls.version()), 700),
     pid ? every(1000, async () => void out.rss.push(rssMiB(pid)), 800) : Promise.resolve(),
@@ -207,7 +221,7 @@ export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => P
 }
 
 /** The kubelet's calls through a CRI endpoint: one shape for crishim and for any runtime compared with it. */
-export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo' | 'relist'>): Required<Calls> {
+export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo' | 'relist' | 'statsRound'>): Required<Calls> {
   return {
     relist: () => t.relist(),
     relistGrpcJs: () => relistInTurn((method) => t.call(method, {})),
@@ -228,7 +242,8 @@ export function criCalls(t: Pick<LoadTarget, 'call' | 'imageFsInfo' | 'relist'>)
         if (c.state === 'CONTAINER_RUNNING' || c.state === 1) await t.call('ContainerStatus', { container_id: c.id });
     },
     version: () => t.call('Version', {}),
-    statsRound: () =>
+    statsRound: () => t.statsRound(),
+    statsRoundGrpcJs: () =>
       Promise.all([t.call('ListContainerStats', {}), t.call('ListPodSandboxStats', {}), t.imageFsInfo()]),
   };
 }
@@ -314,8 +329,14 @@ export async function kubeletLoad(
       '-',
     );
     record(
-      `${tag}: stats round p50 / p99 (3 calls)`,
+      `${tag}: stats round p50 / p99 (3 calls, kubelet-shaped client)`,
       `${ms(pct(cri.stats, 50))} / ${ms(pct(cri.stats, 99))}`,
+      '-',
+      '-',
+    );
+    record(
+      `${tag}: stats round p50 / p99 through grpc-js's client (every field decoded)`,
+      `${ms(pct(cri.statsGrpcJs, 50))} / ${ms(pct(cri.statsGrpcJs, 99))}`,
       '-',
       '-',
     );
@@ -352,6 +373,7 @@ export async function kubeletLoad(
       vs('relist', cri.relist, floor.relist);
       vs("relist through grpc-js's client", cri.relistGrpcJs, floor.relistGrpcJs);
       vs('stats round', cri.stats, floor.stats);
+      vs("stats round through grpc-js's client", cri.statsGrpcJs, floor.statsGrpcJs);
       record(
         `${tag}: runtime RSS during the load, mean / max, crishim vs grpc-js replaying its answers`,
         rssSpread(cri.rss),

@@ -17,6 +17,7 @@ export interface ReplayFloor {
   pid: number;
   call<T>(method: string, req: unknown): Promise<T>;
   relist(): Promise<unknown>;
+  statsRound(): Promise<unknown>;
   imageFsInfo(): Promise<unknown>;
   close(): Promise<void>;
 }
@@ -92,6 +93,7 @@ export async function startReplayFloor(crishimEndpoint: string, repo: string, po
     pid: proc.pid ?? 0,
     call: (method, req) => criCall(client.runtime, method, req),
     relist: () => client.kubelet.relist(),
+    statsRound: () => client.kubelet.statsRound(),
     imageFsInfo: () => criCall(client.image, 'ImageFsInfo', {}),
     async close() {
       client.close();

@@ -14,6 +14,7 @@ import {
   type LoadTarget,
   type PhaseResult,
 } from './kubelet-load';
+import { STATS_ROUND } from './kubelet-client';
 import { dockerdPid, mean, pct, processCpuMs, resident, residentCell, rssSpread, type Resident } from './measure';
 
 export interface CompareTarget extends Omit<LoadTarget, 'dockerRequests'> {
@@ -56,7 +57,12 @@ async function loadOn(t: CompareTarget, sizes: LoadSizes): Promise<Figures> {
     const call = <T>(method: string, req: unknown): Promise<T> =>
       skip.has(method) ? Promise.resolve({} as T) : t.call<T>(method, req);
     const figures = await drive(
-      criCalls({ call, imageFsInfo: () => t.imageFsInfo(), relist: () => t.relist() }),
+      criCalls({
+        call,
+        imageFsInfo: () => t.imageFsInfo(),
+        relist: () => t.relist(),
+        statsRound: () => t.statsRound(STATS_ROUND.filter((m) => !skip.has(m))),
+      }),
       pods,
       sizes,
       t.pid,

@@ -6,6 +6,7 @@ import { connectKubeletClient, countListEntries } from '../../bench/kubelet-clie
 import { loadCriProto } from '../support/cri-proto';
 
 const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
+const imageService = loadCriProto().runtime.v1.ImageService.service as unknown as grpc.ServiceDefinition;
 
 const frame = (message: Buffer): Buffer => {
   const header = Buffer.alloc(5);
@@ -13,7 +14,7 @@ const frame = (message: Buffer): Buffer => {
   return Buffer.concat([header, message]);
 };
 
-describe("the bench's kubelet-shaped relist client", () => {
+describe("the bench's kubelet-shaped client", () => {
   it('counts the list entries of an answer as the generic encoder writes it', () => {
     const items = Array.from({ length: 3 }, (_, i) => ({
       id: `${i}`.padStart(64, 's'),
@@ -69,6 +70,45 @@ describe("the bench's kubelet-shaped relist client", () => {
       expect(seen).toEqual(['ListPodSandbox', 'sandboxes answered', 'ListContainers']);
       failing = true;
       await expect(client.relist()).rejects.toThrow(/ListContainers: grpc-status 14 docker is away/);
+    } finally {
+      client.close();
+      server.forceShutdown();
+    }
+  });
+
+  it('makes the stats round at once, each call on its service, and asks only the calls it is given', async () => {
+    const socket = path.join(mkdtempSync(path.join(os.tmpdir(), 'kubelet-client-')), 'cri.sock');
+    const server = new grpc.Server();
+    const started: string[] = [];
+    let answered = 0;
+    // each answer waits until all three calls have come: a round made one call after another would stall
+    const answer = (method: string, body: unknown) => (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
+      started.push(method);
+      const reply = (): void =>
+        started.length >= 3 || answered > 0 ? (answered++, cb(null, body)) : void setTimeout(reply, 5);
+      reply();
+    };
+    server.addService(
+      { ListContainerStats: service.ListContainerStats, ListPodSandboxStats: service.ListPodSandboxStats },
+      {
+        ListContainerStats: answer('ListContainerStats', { stats: [{}, {}, {}] }),
+        ListPodSandboxStats: answer('ListPodSandboxStats', { stats: [{}, {}] }),
+      },
+    );
+    server.addService(
+      { ImageFsInfo: imageService.ImageFsInfo },
+      { ImageFsInfo: answer('ImageFsInfo', { image_filesystems: [{}] }) },
+    );
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+    );
+    const client = connectKubeletClient(`unix://${socket}`);
+    try {
+      expect(await client.statsRound()).toEqual([3, 2, 1]);
+      expect([...started].sort()).toEqual(['ImageFsInfo', 'ListContainerStats', 'ListPodSandboxStats']);
+      started.length = 0;
+      expect(await client.statsRound(['ListContainerStats', 'ImageFsInfo'])).toEqual([3, 1]);
+      expect(started.sort()).toEqual(['ImageFsInfo', 'ListContainerStats']);
     } finally {
       client.close();
       server.forceShutdown();
