@@ -110,7 +110,7 @@ export function connectKubeletClient(endpoint: string): KubeletClient {
       settings: { initialWindowSize: WINDOW },
     });
     s.on('connect', () => s.setLocalWindowSize(WINDOW));
-    // a failed connection fails its calls; the next relist connects again
+    // a failed connection fails its calls; the next call connects again
     s.on('error', () => undefined);
     return (session = s);
   };

@@ -6,7 +6,8 @@
  *                          through grpc-js's (decoding every field), whose own cost it shows
  *   runtime health         Status, every 5 s
  *   pod status sync        PodSandboxStatus + ListContainers(pod) + ContainerStatus, each pod once a minute, spread out
- *   stats                  ListContainerStats + ListPodSandboxStats + ImageFsInfo, every 10 s
+ *   stats                  ListContainerStats + ListPodSandboxStats + ImageFsInfo at once, every 10 s,
+ *                          through the same two clients in turn
  *   log monitor            ListContainers + ContainerStatus of each running container, one after
  *                          the other, every 10 s: the kubelet's container log manager looking for
  *                          logs to rotate (containerLogMonitorInterval, one worker by default)
