@@ -161,16 +161,19 @@ export async function drive(
     await fn();
     into.push(now() - s);
   };
+  /** `first`, and every other time `second` instead when there is one: two clients at one rate. */
+  const inTurn = (first: () => Promise<void>, second?: () => Promise<void>): (() => Promise<void>) => {
+    let n = 0;
+    return () => (second && n++ % 2 === 1 ? second() : first());
+  };
   let podIndex = 0;
-  let relists = 0;
   const relistGrpcJs = calls.relistGrpcJs && timedInto(out.relistGrpcJs, calls.relistGrpcJs);
   const relistLean = timedInto(out.relist, calls.relist);
-  let rounds = 0;
   const statsGrpcJs = calls.statsRoundGrpcJs && timedInto(out.statsGrpcJs, calls.statsRoundGrpcJs);
   const statsLean = calls.statsRound && timedInto(out.stats, calls.statsRound);
   await Promise.all([
     // one relist a second, as the kubelet's; the two clients take turns
-    every(1000, () => (relistGrpcJs && relists++ % 2 === 1 ? relistGrpcJs() : relistLean())),
+    every(1000, inTurn(relistLean, relistGrpcJs)),
     every(5000, async () => void (await calls.status()), 400),
     every(
       sizes.podSyncCycleMs / Math.max(1, pods.length),
@@ -178,9 +181,7 @@ export async function drive(
       200,
     ),
     // the stats round likewise, the kubelet-shaped client first
-    statsLean
-      ? every(sizes.statsEveryMs, () => (statsGrpcJs && rounds++ % 2 === 1 ? statsGrpcJs() : statsLean()), 600)
-      : Promise.resolve(),
+    statsLean ? every(sizes.statsEveryMs, inTurn(statsLean, statsGrpcJs), 600) : Promise.resolve(),
     every(sizes.logMonitorEveryMs, async () => void (await calls.logMonitor()), 300),
     every(1000, async () => void (await calls.version()), 700),
     pid ? every(1000, async () => void out.rss.push(rssMiB(pid)), 800) : Promise.resolve(),
