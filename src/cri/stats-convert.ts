@@ -98,11 +98,16 @@ function iface(i: InterfaceUsage): CriInterface {
   };
 }
 
+/**
+ * A pod's network usage, or null when its netns has no interface to report (before CNI ADD,
+ * after CNI DEL): a kubelet reads `default_interface` whenever `network` is set (1.26 panics on
+ * a missing one), so network is never sent without it.
+ */
 export function toNetwork(ts: string, ifaces: InterfaceUsage[] | undefined): CriNetwork | null {
-  if (!ifaces) return null;
   // eth0 is the interface CNI plugins (and the kubelet's default-interface logic) name the pod's
-  const def = ifaces.find((i) => i.name === 'eth0') ?? ifaces[0];
-  return { timestamp: ts, default_interface: def ? iface(def) : null, interfaces: ifaces.map(iface) };
+  const def = ifaces?.find((i) => i.name === 'eth0') ?? ifaces?.[0];
+  if (!ifaces || !def) return null;
+  return { timestamp: ts, default_interface: iface(def), interfaces: ifaces.map(iface) };
 }
 
 export function toPodStats(v: PodView, mountpoint: string): CriPodStats {
