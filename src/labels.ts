@@ -28,6 +28,8 @@ export const ROOT_LABEL = 'io.crishim.root';
 export const RUNTIME_HANDLER_LABEL = 'io.crishim.runtime-handler';
 /** crishim's own: the hugepage limits, carried from create to start (Docker has no field for them). */
 export const HUGEPAGE_LIMITS_LABEL = 'io.crishim.hugepage-limits';
+/** crishim's own: the image as the user named it (`user_specified_image`), for ContainerStatus. */
+export const USER_IMAGE_LABEL = 'io.crishim.user-image';
 /** CRI annotations travel as labels with this prefix (Docker has no annotations). */
 export const ANNOTATION_PREFIX = 'annotation.';
 
@@ -49,6 +51,7 @@ const INTERNAL = new Set([
   ROOT_LABEL,
   HUGEPAGE_LIMITS_LABEL,
   RUNTIME_HANDLER_LABEL,
+  USER_IMAGE_LABEL,
 ]);
 
 /** Prefix of every label crishim keeps for itself. */

@@ -8,7 +8,9 @@ import {
   SANDBOX_ID_LABEL,
   ATTEMPT_LABEL,
   splitLabels,
+  USER_IMAGE_LABEL,
 } from '../labels';
+import { statusImage, type ImageNaming } from '../images/image-names';
 import { parseName } from '../cri/naming';
 import { rfc3339ToNanos } from '../time';
 import { criStopSignal } from '../cri/stop-signal';
@@ -65,15 +67,21 @@ function reasonOf(state: Docker.ContainerInspectInfo['State']): string {
 
 /**
  * CRI ContainerStatus from one Docker inspect; `hugepages` are the limits read from the
- * running container's cgroup (Docker does not know them).
+ * running container's cgroup (Docker does not know them); `naming`, the names Docker holds for
+ * its image (without them the image is named as it was created).
  */
 export function statusFromInspect(
   info: Docker.ContainerInspectInfo,
   hugepages: HugepageLimit[] = [],
+  naming?: ImageNaming,
 ): CriContainerStatus {
   const labels = info.Config.Labels ?? {};
   const split = splitLabels(labels);
   const hc = info.HostConfig;
+  const img = statusImage(
+    { configImage: info.Config.Image, imageId: info.Image, userImage: labels[USER_IMAGE_LABEL] },
+    naming,
+  );
   return {
     id: info.Id,
     metadata: containerMetadata(labels, info.Name),
@@ -82,8 +90,8 @@ export function statusFromInspect(
     started_at: rfc3339ToNanos(info.State.StartedAt),
     finished_at: info.State.Running ? '0' : rfc3339ToNanos(info.State.FinishedAt),
     exit_code: info.State.Running ? 0 : info.State.ExitCode,
-    image: { image: info.Config.Image },
-    image_ref: info.Image,
+    image: { image: img.image, user_specified_image: labels[USER_IMAGE_LABEL] ?? '' },
+    image_ref: img.imageRef,
     image_id: info.Image,
     reason: reasonOf(info.State),
     message: info.State.Error ?? '',

@@ -6,6 +6,7 @@ import { mustFindContainer } from '../container/lookup';
 import type { RunningFacts, RunningFactsCache } from '../container/running-facts';
 import { checkId } from '../cri/validation';
 import { sandboxIdOf, statusFromInspect } from '../container/status';
+import type { ImageNames } from '../images/image-names';
 
 /** The identity and hugepage limits of a running container's process; nothing for a stopped one. */
 function factsOf(info: Docker.ContainerInspectInfo, running: RunningFactsCache): Promise<RunningFacts | undefined> {
@@ -16,16 +17,21 @@ function factsOf(info: Docker.ContainerInspectInfo, running: RunningFactsCache):
 /** How long ContainerStatus waits for an exited container's log copy to write its last line. */
 const LOG_DRAIN_MS = 2000;
 
-export function containerStatus(deps: ServiceDeps, running: RunningFactsCache, logs?: Pick<LogManager, 'drained'>) {
+export function containerStatus(
+  deps: ServiceDeps,
+  running: RunningFactsCache,
+  images: ImageNames,
+  logs?: Pick<LogManager, 'drained'>,
+) {
   return async (req: RuntimeReq<'ContainerStatus'>, ctx: CallContext): Promise<RuntimeRes<'ContainerStatus'>> => {
     const id = checkId('container_id', req.container_id);
     const info = await mustFindContainer(deps, id);
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
     // a client that sees EXITED reads the log next (kubectl logs, critest): let the copy finish first
     if (info.State.Status === 'exited') await logs?.drained(info.Id, LOG_DRAIN_MS);
-    const facts = await factsOf(info, running);
+    const [facts, naming] = await Promise.all([factsOf(info, running), images.of(info.Image)]);
     const out: RuntimeRes<'ContainerStatus'> = {
-      status: statusFromInspect(info, facts?.hugepages ?? []),
+      status: statusFromInspect(info, facts?.hugepages ?? [], naming),
       info: {},
     };
     if (info.State.Running) out.status!.user = facts?.user ?? null;

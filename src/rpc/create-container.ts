@@ -19,6 +19,7 @@ import {
   SANDBOX_ID_LABEL,
   TYPE_CONTAINER,
   TYPE_LABEL,
+  USER_IMAGE_LABEL,
 } from '../labels';
 import { containerName } from '../cri/naming';
 import { reclaimOwnLeftover } from '../container/create-named';
@@ -78,6 +79,7 @@ export function createContainer(deps: ServiceDeps) {
         [CREATED_LABEL]: nowNanos(),
         [ROOT_LABEL]: deps.config.rootDirectory,
         ...(logPath ? { [CONTAINER_LOGPATH_LABEL]: logPath } : {}),
+        ...(config.image.user_specified_image ? { [USER_IMAGE_LABEL]: config.image.user_specified_image } : {}),
       },
       identity,
     );

@@ -45,6 +45,7 @@ import { streamPodSandboxMetrics } from './stream-pod-sandbox-metrics';
 import { createStatsViews, type StatsViews } from '../container/stats-views';
 import { streamContainers } from './stream-containers';
 import { streamPodSandboxes } from './stream-pod-sandboxes';
+import { createImageNames } from '../images/image-names';
 
 /**
  * The CRI services over Docker: composes one handler module per RPC group.
@@ -72,7 +73,7 @@ export function createDockerService(
     StopContainer: stopContainer(deps),
     RemoveContainer: removeContainer(deps, logs),
     ListContainers: listContainersRpc(deps),
-    ContainerStatus: containerStatus(deps, running, logs),
+    ContainerStatus: containerStatus(deps, running, createImageNames(deps.docker), logs),
     UpdateContainerResources: updateContainerResources(deps, running.hugetlb),
     ReopenContainerLog: reopenContainerLog(deps, logs),
     ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),

@@ -1,6 +1,6 @@
 import { promises as fsp } from 'fs';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, docker, startCrishim, teardown, type Crishim } from './harness';
+import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
 import { startRegistry, type Registry } from './registry';
 
 jest.setTimeout(180_000);
@@ -115,6 +115,43 @@ describe('ImageService against a local registry', () => {
     expect(ok.image_ref).toMatch(/^sha256:/);
     await call(h.image, 'RemoveImage', { image: { image: ref } });
     expect((await call(h.image, 'ImageStatus', { image: { image: ref } })).image).toBeNull();
+  });
+
+  it('names a container created from an image id by its tag and repo digest, or as the user named it', async () => {
+    const ref = await publish(open, 'crishim/named:v1');
+    const { image_ref: id } = await call(h.image, 'PullImage', { image: { image: ref } });
+    const config = podConfig('image-names');
+    const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
+    try {
+      // a kubelet before 1.31 creates from the image id; newer ones add what the pod spec said
+      const create = (name: string, image: Record<string, string>) =>
+        call(h.runtime, 'CreateContainer', {
+          pod_sandbox_id: pod,
+          config: { metadata: { name }, image, command: ['true'] },
+          sandbox_config: config,
+        });
+      const byId = await create('by-id', { image: id });
+      const asUser = await create('as-user', { image: id, user_specified_image: ref });
+      const a = (await call(h.runtime, 'ContainerStatus', { container_id: byId.container_id })).status;
+      expect(a?.image?.image).toBe(ref);
+      expect(a?.image_ref).toMatch(new RegExp(`^${open.host}/crishim/named@sha256:[0-9a-f]{64}$`));
+      expect(a?.image_id).toBe(id);
+      const b = (await call(h.runtime, 'ContainerStatus', { container_id: asUser.container_id })).status;
+      expect(b?.image).toEqual({
+        image: ref,
+        user_specified_image: ref,
+        annotations: {},
+        runtime_handler: '',
+        image_ref: '',
+      });
+      expect(b?.image_ref).toBe(a?.image_ref);
+      // the user's image is crishim's to keep, never a CRI label
+      expect(Object.keys(b?.labels ?? {}).filter((k) => k.startsWith('io.crishim'))).toEqual([]);
+    } finally {
+      await call(h.runtime, 'StopPodSandbox', { pod_sandbox_id: pod });
+      await call(h.runtime, 'RemovePodSandbox', { pod_sandbox_id: pod });
+      await docker.getImage(id).remove({ force: true });
+    }
   });
 
   it("reports image filesystem usage of Docker's data root", async () => {

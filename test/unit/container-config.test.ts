@@ -16,6 +16,7 @@ import {
   sharesFromWeight,
 } from '../../src/cri/container-resources';
 import { containerStatus } from '../../src/rpc/container-status';
+import { createImageNames } from '../../src/images/image-names';
 import { HUGEPAGE_LIMITS_LABEL } from '../../src/labels';
 import { startContainer } from '../../src/rpc/start-container';
 import type { LogManager } from '../../src/logs/log-manager';
@@ -782,7 +783,7 @@ describe('hugepage limits through the RPCs', () => {
     const rec = recordingLog();
     await startContainer(f.deps, noLogs, facts.hugetlb)({ container_id: CID }, ctxOf(rec.log));
     expect(await fsp.readFile(path.join(h.dir, 'hugetlb.2MB.limit_in_bytes'), 'utf8')).toBe('4194304');
-    const st = await containerStatus(f.deps, facts)({ container_id: CID, verbose: false }, ctxOf(rec.log));
+    const st = await containerStatus(f.deps, facts, createImageNames(f.deps.docker))({ container_id: CID, verbose: false }, ctxOf(rec.log));
     expect(st.status?.resources?.linux?.hugepage_limits).toEqual([
       { page_size: '1GB', limit: '0' },
       { page_size: '2MB', limit: '4194304' },
@@ -809,7 +810,7 @@ describe('hugepage limits through the RPCs', () => {
     await startContainer(f.deps, noLogs, facts.hugetlb)({ container_id: CID }, ctxOf(rec.log));
     expect(f.calls).toEqual(['start']);
     expect(rec.warnings).toHaveLength(1);
-    const st = await containerStatus(f.deps, facts)({ container_id: CID, verbose: false }, ctxOf(rec.log));
+    const st = await containerStatus(f.deps, facts, createImageNames(f.deps.docker))({ container_id: CID, verbose: false }, ctxOf(rec.log));
     expect(st.status?.resources?.linux?.hugepage_limits).toEqual([]);
   });
 
