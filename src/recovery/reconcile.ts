@@ -3,7 +3,7 @@ import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import type { SandboxCheckpoint } from '../checkpoint/store';
 import type { ServiceDeps } from '../service-deps';
-import { CREATED_LABEL, ROOT_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
+import { CREATED_LABEL, ROOT_LABEL, SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { removeDockerContainer } from '../container/remove';
 import { releaseCachedNetwork, releaseOrphanNetworks, TeardownRetries } from '../network/orphan-teardown';
 
@@ -23,6 +23,10 @@ export interface ReconcileOptions {
  *  - a pause container crishim created but never started (Docker state `created`)
  *    is removed unless its checkpoint shows it got past the start (a host-network
  *    checkpoint is `ready` before the start, so it does not count);
+ *  - a container crishim created but never started is removed: its CreateContainer never
+ *    answered, or its StartContainer never reached Docker. Left in place, the kubelet would
+ *    count it as a failed attempt and create the next one beside it, reporting a restart
+ *    that never happened; without it the kubelet creates the same attempt again;
  *  - CNI state of a sandbox that has neither container nor checkpoint is released.
  * Containers crishim did not create (no crishim labels, e.g. cri-dockerd's) are
  * never touched; sandboxes whose container vanished keep their checkpoint and are
@@ -70,8 +74,36 @@ export async function reconcile(deps: ServiceDeps, logger: Logger, opts: Reconci
     checkpointIds.delete(c.Id);
   }
 
+  await removeNeverStarted(deps, log, oldEnough);
   await releaseOrphanNetworks(deps, log, (id) => containerIds.has(id) || checkpointIds.has(id));
   return true;
+}
+
+async function removeNeverStarted(
+  deps: ServiceDeps,
+  log: Logger,
+  oldEnough: (createdAt: string | undefined) => boolean,
+): Promise<void> {
+  const created = await deps.docker
+    .listContainers({
+      label: [`${TYPE_LABEL}=${TYPE_CONTAINER}`, `${ROOT_LABEL}=${deps.config.rootDirectory}`],
+      status: ['created'],
+    })
+    .catch((err: Error) => {
+      log.warn('cannot list never-started containers', { error: err.message });
+      return [];
+    });
+  for (const c of created) {
+    if (!oldEnough(c.Labels[CREATED_LABEL])) continue;
+    const ids = { containerId: shortId(c.Id), podSandboxId: shortId(c.Labels[SANDBOX_ID_LABEL] ?? '') };
+    log.warn('removing a container created but never started before a restart', ids);
+    await removeDockerContainer(deps, c.Id).catch((err: Error) =>
+      log.error('could not remove a never-started container; will retry at the next start', {
+        ...ids,
+        error: err.message,
+      }),
+    );
+  }
 }
 
 /** A `ready` checkpoint proves the start happened, except a host-network one (written `ready` before it). */

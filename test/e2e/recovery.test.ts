@@ -1,4 +1,5 @@
 import { execFileSync } from 'child_process';
+import { status } from '@grpc/grpc-js';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import {
@@ -94,24 +95,44 @@ describe.each([
   });
 });
 
-describe('kill -9 during CreateContainer', () => {
-  it('leaves nothing behind after the kubelet removes the sandbox', async () => {
+describe('kill -9 between CreateContainer and StartContainer', () => {
+  const create = (pod: string, config: Record<string, unknown>) =>
+    call(h.runtime, 'CreateContainer', {
+      pod_sandbox_id: pod,
+      config: { metadata: { name: 'c', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
+      sandbox_config: config,
+    });
+
+  it('a create that never answered leaves no attempt behind: the retry is attempt 0 again', async () => {
     await h.restart({ env: { CRISHIM_CRASH_AT: 'container:after-create' } });
     const config = podConfig('crash-container');
     const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
-    const err = await codeOf(
-      call(h.runtime, 'CreateContainer', {
-        pod_sandbox_id: pod,
-        config: { metadata: { name: 'c', attempt: 0 }, image: { image: BUSYBOX }, command: ['sleep', '3600'] },
-        sandbox_config: config,
-      }),
-    );
-    expect(err.code).toBeGreaterThan(0);
+    expect((await codeOf(create(pod, config))).code).toBeGreaterThan(0);
     await h.relaunch({ CRISHIM_CRASH_AT: '' });
-    // the created-but-unreported container is visible, and goes with its sandbox
-    const listed = await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod } });
-    expect(listed.containers?.length).toBe(1);
+    // a never-started container the kubelet saw would count as a failed attempt 0 (a phantom restart)
+    expect((await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod } })).containers).toEqual([]);
+    const uid = (config.metadata as { uid: string }).uid;
+    expect((await containersOfPod(uid)).filter((c) => c.Labels['io.kubernetes.docker.type'] === 'container')).toEqual(
+      [],
+    );
+    // the kubelet's retry: the same attempt, created and started
+    const { container_id: id } = await create(pod, config);
+    await call(h.runtime, 'StartContainer', { container_id: id });
+    const listed = (await call(h.runtime, 'ListContainers', { filter: { pod_sandbox_id: pod } })).containers ?? [];
+    expect(listed.map((c) => [c.id, c.metadata?.attempt, c.state])).toEqual([[id, 0, 'CONTAINER_RUNNING']]);
     await kubeletCleanup('crash-container');
+    await expectNothingLeft(uid);
+  });
+
+  it('a created container whose start never came is gone after the restart, and its start says so', async () => {
+    const config = podConfig('crash-before-start');
+    const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
+    const { container_id: id } = await create(pod, config);
+    await h.restart({ kill: true });
+    const err = await codeOf(call(h.runtime, 'StartContainer', { container_id: id }));
+    expect(err.code).toBe(status.NOT_FOUND);
+    expect(err.details).toContain(id.slice(0, 12));
+    await kubeletCleanup('crash-before-start');
     await expectNothingLeft((config.metadata as { uid: string }).uid);
   });
 });
