@@ -168,6 +168,25 @@ it('sets a pod up on the shipped config (lo, eth0, reachable IP, port mapping) a
   expect(cached()).toEqual([]);
 });
 
+it("lets two pods on the shipped config reach each other under Docker's FORWARD DROP, and forgets them after", async () => {
+  // Docker sets FORWARD to DROP and loads br_netfilter: bridged pod-to-pod packets meet that policy
+  expect(sh('iptables', ['-S', 'FORWARD'])).toContain('-P FORWARD DROP');
+  expect(readFileSync('/proc/sys/net/bridge/bridge-nf-call-iptables', 'utf8').trim()).toBe('1');
+  writeConfig();
+  const p = make();
+  const [a, b] = [addNetns(), addNetns()];
+  const [idA, idB] = [newId(), newId()];
+  const ipA = (await p.setUpPod(request(idA, a))).ips[0];
+  const ipB = (await p.setUpPod(request(idB, b))).ips[0];
+  sh('ip', ['netns', 'exec', a, 'ping', '-c1', '-W2', ipB]); // throws when dropped
+  sh('ip', ['netns', 'exec', b, 'ping', '-c1', '-W2', ipA]);
+  await p.tearDownPod(request(idA, a));
+  await p.tearDownPod(request(idB, b));
+  const filter = sh('iptables', ['-S']);
+  expect(filter).not.toContain(`${ipA}/32`);
+  expect(filter).not.toContain(`${ipB}/32`);
+});
+
 it('tears down from the cache after a restart, with the config gone and the netns deleted', async () => {
   writeConfig();
   const before = make();

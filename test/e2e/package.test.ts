@@ -146,7 +146,7 @@ describePkg('npm run package', () => {
     const example = JSON.parse(
       await fsp.readFile(path.join(extracted, 'usr/share/doc/crishim/examples/10-crishim.conflist'), 'utf8'),
     ) as { plugins: Array<{ type: string }> };
-    expect(example.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap']);
+    expect(example.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap', 'firewall']);
     expect(await fsp.readFile(path.join(extracted, 'usr/share/doc/crishim/README.md'), 'utf8')).toContain(
       'crishim doctor',
     );
