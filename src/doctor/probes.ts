@@ -96,6 +96,15 @@ export async function kubeletVersion(
   });
 }
 
+/** `iptables -S FORWARD` opens with the policy line `-P FORWARD DROP`; undefined when iptables does not answer. */
+function forwardPolicy(): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile('iptables', ['-S', 'FORWARD'], { timeout: 5000, killSignal: 'SIGKILL' }, (err, stdout) =>
+      resolve(err ? undefined : /^-P FORWARD (\S+)/m.exec(stdout)?.[1]),
+    );
+  });
+}
+
 /** The real host, read with the daemon's own code (CNI probe, oom_score_adj probe, socket check). */
 export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('error', 'text')): HostProbes {
   return {
@@ -121,6 +130,7 @@ export function hostProbes(docker: DockerEngine, logger: Logger = createLogger('
     kubeletArgs: () => kubeletArgs(),
     kubeletVersion: () => kubeletVersion(),
     lastCap: async () => Number((await fsp.readFile('/proc/sys/kernel/cap_last_cap', 'utf8')).trim()),
+    forwardPolicy,
     readText: (file) => fsp.readFile(file, 'utf8').catch(() => undefined),
     exists: (file) =>
       fsp.access(file).then(

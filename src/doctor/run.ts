@@ -7,6 +7,7 @@ import { dockerVersionCheck } from './checks/docker-version';
 import { kernelFeaturesCheck } from './checks/kernel-features';
 import { kubeletCgroupDriverCheck } from './checks/kubelet-cgroup-driver';
 import { oomScoreCheck } from './checks/oom-score';
+import { podForwardingCheck } from './checks/pod-forwarding';
 import { rootDirectoryCheck } from './checks/root-directory';
 import { sandboxImageCheck } from './checks/sandbox-image';
 import type { Check, CheckResult, DoctorContext } from './types';
@@ -18,6 +19,7 @@ export const CHECKS: readonly Check[] = [
   cgroupCheck,
   kubeletCgroupDriverCheck,
   cniConfigCheck,
+  podForwardingCheck,
   sandboxImageCheck,
   rootDirectoryCheck,
   criSocketCheck,

@@ -39,6 +39,8 @@ export interface HostProbes {
   kubeletVersion(): Promise<string | undefined>;
   /** The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap). */
   lastCap(): Promise<number>;
+  /** iptables' FORWARD policy (`ACCEPT`, `DROP`), or undefined when it cannot be read. */
+  forwardPolicy(): Promise<string | undefined>;
   readText(file: string): Promise<string | undefined>;
   exists(file: string): Promise<boolean>;
   /** Where an executable is found on PATH (plus the sbin directories), or undefined. */

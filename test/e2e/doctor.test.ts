@@ -45,6 +45,7 @@ describe('crishim doctor', () => {
       'cgroup',
       'kubelet-cgroup-driver',
       'cni-config',
+      'pod-forwarding',
       'sandbox-image',
       'root-directory',
       'cri-socket',
@@ -54,6 +55,7 @@ describe('crishim doctor', () => {
     ]);
     expect(r.stdout).not.toMatch(/^fail/m);
     expect(r.stdout).toMatch(new RegExp(`^ok +cni-config +${confDir}/10-crishim.conflist`, 'm'));
+    expect(r.stdout).toMatch(/^ok +pod-forwarding +\S+ accepts pod traffic in FORWARD/m);
     expect(r.stdout).toMatch(/^ok +docker-version +Docker Engine \S+, API 1\.\d+ negotiated/m);
   });
 

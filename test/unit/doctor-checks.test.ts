@@ -3,6 +3,7 @@ import type { EngineSnapshot } from '../../src/docker/engine-info';
 import { capabilitiesCheck, missingCaps } from '../../src/doctor/checks/capabilities';
 import { cgroupCheck } from '../../src/doctor/checks/cgroup';
 import { cniConfigCheck } from '../../src/doctor/checks/cni-config';
+import { podForwardingCheck } from '../../src/doctor/checks/pod-forwarding';
 import { criSocketCheck } from '../../src/doctor/checks/cri-socket';
 import { dockerEndpointCheck } from '../../src/doctor/checks/docker-endpoint';
 import { compareVersions, dockerVersionCheck } from '../../src/doctor/checks/docker-version';
@@ -49,6 +50,7 @@ function healthyProbes(): HostProbes {
     kubeletArgs: async () => [],
     kubeletVersion: async () => undefined,
     lastCap: async () => 40,
+    forwardPolicy: async () => 'ACCEPT',
     readText: async (f) => files.get(f),
     exists: async (f) => present.has(f),
     which: (bin) => (bin === 'nsenter' ? '/usr/bin/nsenter' : undefined),
@@ -218,6 +220,44 @@ describe('doctor checks: pass and fail paths', () => {
     expect(configuredDriver('cgroupsPerQOS: true\n')).toBeUndefined();
     expect(configuredDriver('{"kind":"KubeletConfiguration","cgroupDriver":"systemd"}')).toBe('systemd');
     expect(configuredDriver('# cgroupDriver: systemd\n')).toBeUndefined();
+  });
+
+  it("pod-forwarding: warns when Docker's FORWARD DROP meets a bridge config without the firewall plugin", async () => {
+    const nfCall = (v: string) => async (f: string) =>
+      f === '/proc/sys/net/bridge/bridge-nf-call-iptables' ? v : undefined;
+    const dropped = await run(
+      podForwardingCheck,
+      ctx({ probes: { forwardPolicy: async () => 'DROP', readText: nfCall('1\n') } }),
+    );
+    expect(dropped.status).toBe('warn');
+    expect(dropped.found).toContain('10-net.conflist');
+    expect(dropped.action).toContain('"type": "firewall"');
+    // bridged packets that skip iptables, or a policy that accepts, are not dropped
+    for (const probes of [
+      { forwardPolicy: async () => 'DROP', readText: nfCall('0\n') },
+      { forwardPolicy: async () => 'ACCEPT', readText: nfCall('1\n') },
+      { forwardPolicy: async () => undefined },
+    ]) {
+      expect((await run(podForwardingCheck, ctx({ probes }))).status).toBe('ok');
+    }
+    const withFirewall = await run(
+      podForwardingCheck,
+      ctx({
+        probes: {
+          forwardPolicy: async () => 'DROP',
+          readText: nfCall('1\n'),
+          cniConfig: () => ({
+            config: {
+              cniVersion: '0.4.0',
+              name: 'n',
+              file: '/c/10.conflist',
+              plugins: [{ type: 'bridge' }, { type: 'firewall' }],
+            },
+          }),
+        },
+      }),
+    );
+    expect(withFirewall.status).toBe('ok');
   });
 
   it('cni-config: names the config and its plugins; fails naming the directory or the missing plugin', async () => {
