@@ -13,9 +13,11 @@
  *   CRISHIM_BENCH_IMAGE=REF                the pods' container image (default crishim-test/busybox:latest, which
  *                                          must run `sleep`)
  *   npm run bench -- --executable=DIR/usr/bin/crishim   every section on the single executable, as
- *                            `dpkg-deb -x dist-pkg/crishim_*.deb DIR` installs it (README, "Benchmark")
+ *                            `dpkg-deb -x dist-pkg/crishim_*.deb DIR` installs it (docs/benchmarks.md says why extracted)
  *   npm run bench -- --only=kubelet-load,lifecycle --compare=unix:///run/other.sock:other:PID_OR_PIDFILE[,...]
  *                            the same load and lifecycle against any other CRI runtime, in turn, tabled beside crishim
+ *   npm run bench -- --report docs/benchmarks.md   also writes the run's figures into that file, between its
+ *                            bench-report markers, replacing the figures there (bench/report.ts)
  *
  * Needs root, dockerd, the CNI plugins and the images from scripts/build-images.sh. DOCKER_HOST=unix://...
  * (with DOCKERD_PIDFILE for its CPU) points it at another engine.
@@ -43,6 +45,7 @@ import { relistCost } from './relist-cost';
 import { cycles } from './cycles';
 import { dockerdPid, pct, processCpuMs, rssMiB } from './measure';
 import { daemonCommand, executableArg } from './daemon-command';
+import { BENCH_ENV, readMachine, renderReport, reportArg, rewriteReport, type SectionFigures } from './report';
 
 // compiled to bench/dist/bench/bench.js
 const REPO = path.resolve(__dirname, '..', '..', '..');
@@ -56,6 +59,8 @@ const wanted = (section: string): boolean => !ONLY || ONLY.includes(section);
 const COMPARE = parseCompare(process.argv);
 /** `--executable=PATH`: measure the packaged single executable instead of dist/main.js (daemon-command.ts). */
 const EXECUTABLE = executableArg(process.argv);
+/** `--report FILE`: where the run's figures are written (bench/report.ts), relative to where npm was run. */
+const REPORT = reportArg(process.argv.slice(2));
 const PAUSE = 'registry.k8s.io/pause:3.10';
 const BUSYBOX = process.env.CRISHIM_BENCH_IMAGE || 'crishim-test/busybox:latest';
 const docker = new Docker();
@@ -97,8 +102,21 @@ type Row = [string, string, string, string];
 const rows: Row[] = [];
 /** Tables of their own (runtime comparisons), printed after the main one. */
 const tables: string[] = [];
+/** The same rows and tables by the section that made them, for `--report`. */
+const sections: SectionFigures[] = [];
+/** Runs one section: what it records is filed under its name. */
+async function section<T>(name: string, run: () => Promise<T>): Promise<T> {
+  sections.push({ section: name, rows: [], tables: [] });
+  return run();
+}
+const current = (): SectionFigures | undefined => sections[sections.length - 1];
 const record = (what: string, crishim: string, raw: string, ratio: string): void => {
   rows.push([what, crishim, raw, ratio]);
+  current()?.rows.push([what, crishim, raw, ratio]);
+};
+const addTable = (t: string): void => {
+  tables.push(t);
+  current()?.tables.push(t);
 };
 
 const ms = (n: number): string => `${n.toFixed(1)} ms`;
@@ -732,9 +750,11 @@ async function compareTarget(
 }
 
 async function main(): Promise<void> {
+  // a report file without its markers fails now, not after the sections' minutes
+  if (REPORT) rewriteReport(await fsp.readFile(reportPath(REPORT), 'utf8'), '', REPORT);
   // --logs-only: just the logs section (its full run takes minutes of its own)
   if (process.argv.includes('--logs-only')) {
-    await logs();
+    await section('logs', logs);
     return report();
   }
   // a pod cgroup of the kubelet's shape is a path only under the cgroupfs driver
@@ -748,10 +768,10 @@ async function main(): Promise<void> {
   );
   const d = await startDaemon();
   try {
-    if (wanted('overhead')) await overhead(d);
-    if (wanted('concurrent')) await concurrent(d);
-    if (wanted('lists')) await lists(d);
-    if (wanted('memory')) await memory(d);
+    if (wanted('overhead')) await section('overhead', () => overhead(d));
+    if (wanted('concurrent')) await section('concurrent', () => concurrent(d));
+    if (wanted('lists')) await section('lists', () => lists(d));
+    if (wanted('memory')) await section('memory', () => memory(d));
     // crishim as every section's target sees it; a section overrides what it needs otherwise
     const target = {
       pid: d.proc.pid ?? 0,
@@ -764,55 +784,63 @@ async function main(): Promise<void> {
       dockerRequests: d.dockerRequests,
     };
     if (wanted('relist-cost'))
-      await relistCost({ ...target, runPod: () => runPodWithApp(d, true) }, docker, relistSizes, record);
-    const figures =
-      wanted('kubelet-load') &&
-      (await kubeletLoad(
-        {
-          ...target,
-          runPod: () => runPodWithApp(d, false, loadParent()),
-          imageFsInfo: () =>
-            new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
-          replayFloor: (podId) => startReplayFloor(d.endpoint, REPO, podId),
-        },
-        docker,
-        loadSizesNow,
-        record,
-      ));
-    if (figures && others.length) tables.push(await compareKubeletLoad(figures, others, loadSizesNow));
-    if (wanted('lifecycle')) {
-      const shape = {
-        pods: lifecyclePods,
-        containers: lifecycleContainers,
-        podConfig: () => pod(false),
-        image: BUSYBOX,
-        warmUpPods: SMOKE ? 1 : 3,
-      };
-      tables.push(
-        await compareLifecycle(
-          [{ name: 'crishim', call: target.call, pid: target.pid, usesDocker: true }, ...others],
-          shape,
-        ),
+      await section('relist-cost', () =>
+        relistCost({ ...target, runPod: () => runPodWithApp(d, true) }, docker, relistSizes, record),
       );
-    }
-    if (wanted('churn')) await churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record);
+    if (wanted('kubelet-load'))
+      await section('kubelet-load', async () => {
+        const figures = await kubeletLoad(
+          {
+            ...target,
+            runPod: () => runPodWithApp(d, false, loadParent()),
+            imageFsInfo: () =>
+              new Promise((resolve, reject) => d.image.ImageFsInfo({}, (e, r) => (e ? reject(e) : resolve(r)))),
+            replayFloor: (podId) => startReplayFloor(d.endpoint, REPO, podId),
+          },
+          docker,
+          loadSizesNow,
+          record,
+        );
+        if (others.length) addTable(await compareKubeletLoad(figures, others, loadSizesNow));
+      });
+    if (wanted('lifecycle'))
+      await section('lifecycle', async () => {
+        const shape = {
+          pods: lifecyclePods,
+          containers: lifecycleContainers,
+          podConfig: () => pod(false),
+          image: BUSYBOX,
+          warmUpPods: SMOKE ? 1 : 3,
+        };
+        addTable(
+          await compareLifecycle(
+            [{ name: 'crishim', call: target.call, pid: target.pid, usesDocker: true }, ...others],
+            shape,
+          ),
+        );
+      });
+    if (wanted('churn'))
+      await section('churn', () => churn({ runtime: d.runtime, image: BUSYBOX }, docker, SMOKE ? 2 : 50, record));
     if (wanted('churn-restart'))
-      await churnAcrossRestarts((engine) => startDaemon({ engine }), docker, BUSYBOX, SMOKE ? 1 : 50, record);
-    if (wanted('stats-cost')) {
-      const runPodIn = (parent: string): Promise<string> => runPodWithApp(d, false, parent);
-      await statsCost({ ...target, runPodIn: cgroupfs ? runPodIn : undefined }, statsCostSizes, record);
-    }
-    if (wanted('stop-pod')) await stopPod(target, docker, stopPods, record);
+      await section('churn-restart', () =>
+        churnAcrossRestarts((engine) => startDaemon({ engine }), docker, BUSYBOX, SMOKE ? 1 : 50, record),
+      );
+    if (wanted('stats-cost'))
+      await section('stats-cost', () => {
+        const runPodIn = (parent: string): Promise<string> => runPodWithApp(d, false, parent);
+        return statsCost({ ...target, runPodIn: cgroupfs ? runPodIn : undefined }, statsCostSizes, record);
+      });
+    if (wanted('stop-pod')) await section('stop-pod', () => stopPod(target, docker, stopPods, record));
   } finally {
     for (const c of clients) c.close();
     await stopDaemon(d);
     await loadCgroups?.removeAll();
   }
   // a daemon of its own, started with --expose-gc, so its figures do not depend on the sections before
-  if (wanted('cycles')) await cyclesSection();
+  if (wanted('cycles')) await section('cycles', cyclesSection);
   podLogs.removeAll();
   // --only without `logs` skips it: its full run holds the shared dockerd for minutes
-  if (wanted('logs')) await logs();
+  if (wanted('logs')) await section('logs', logs);
   await report();
 }
 
@@ -875,14 +903,48 @@ async function report(): Promise<void> {
   const header: Row = ['measure', 'crishim', 'raw Docker', 'ratio / result'];
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i].length)));
   const line = (r: Row): string => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  const version = await docker.version();
   process.stdout.write(
-    `crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${(await docker.version()).Version}, ${new Date().toISOString()}\n`,
+    `crishim bench${SMOKE ? ' (smoke)' : ''} on ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${version.Version}, ${new Date().toISOString()}\n`,
   );
   process.stdout.write(`crishim ran as ${daemonCommand(REPO, EXECUTABLE, []).label}\n`);
   process.stdout.write(
     [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n') + '\n',
   );
   for (const t of tables) process.stdout.write(`\n${t}\n`);
+  if (REPORT) await writeReport(REPORT, version);
+}
+
+/** npm runs the script from the package root; a relative FILE means where npm was invoked. */
+function reportPath(file: string): string {
+  return path.resolve(process.env.INIT_CWD ?? process.cwd(), file);
+}
+
+/** `--report FILE`: the run's figures, by section, into FILE between its markers (bench/report.ts). */
+async function writeReport(file: string, version: Docker.DockerVersion): Promise<void> {
+  const info = await docker.info();
+  const env: Record<string, string> = {};
+  for (const k of BENCH_ENV) if (process.env[k] !== undefined) env[k] = process.env[k] ?? '';
+  const generated = renderReport(
+    {
+      argv: process.argv.slice(2),
+      env,
+      machine: readMachine({
+        version: version.Version,
+        apiVersion: version.ApiVersion,
+        cgroupVersion: (info as { CgroupVersion?: string }).CgroupVersion,
+        cgroupDriver: info.CgroupDriver,
+      }),
+      daemon: daemonCommand(REPO, EXECUTABLE, []).label,
+      compared: COMPARE.map((c) => c.name),
+      smoke: SMOKE,
+    },
+    sections,
+  );
+  const target = reportPath(file);
+  const existing = await fsp.readFile(target, 'utf8');
+  await fsp.writeFile(target, rewriteReport(existing, generated, file));
+  process.stdout.write(`\nfigures written to ${target}\n`);
 }
 
 main().catch((err: unknown) => {
