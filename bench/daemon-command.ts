@@ -3,9 +3,10 @@ import * as path from 'path';
 
 /**
  * How the bench starts the crishim it measures. By default `dist/main.js` under this node with the
- * flags of its `#!` line, as the README's command runs it. With `--executable=PATH` the single
- * executable `npm run package` builds (or the one a .deb installed), with the Environment= of the
- * packaged unit: what an operator who installs the package runs, bundle and all.
+ * flags of its `#!` line, as the README's first command (`./dist/main.js`) runs it. With
+ * `--executable=PATH` the single executable `npm run package` builds (or the one a .deb installed),
+ * with the Environment= of the packaged unit: what an operator who installs the package runs,
+ * bundle and all.
  */
 export interface DaemonCommand {
   command: string;

@@ -10,8 +10,8 @@
  * protobufjs (another one or two for a relist at 110 pods, 25-40 ms for a stats round, whose
  * every counter it turns into a decimal string): its figures are mostly the client's. This
  * client speaks gRPC's framing over node:http2 and only walks the answer's top-level fields to
- * count the entries. On this machine it read within 0.1-0.4 ms above a grpc-go client, on the
- * same servers (docs/benchmark-history.md, 2026-11-26).
+ * count the entries. It reads within 0.1-0.4 ms of a grpc-go client on the same servers
+ * (docs/benchmarks.md, "The kubelet load").
  */
 import type Docker from 'dockerode';
 import * as http2 from 'http2';

@@ -7,8 +7,8 @@ import * as path from 'path';
  * makes `<namespace>_<name>_<uid>/<container>/` before RunPodSandbox and CreateContainer and
  * gives each container `<container>/<restart count>.log`. With them, every runtime under load
  * keeps a container log per container, as under a kubelet: crishim's copy of Docker's
- * json-file (src/logs/), cri-dockerd's and containerd's own. Without them the load cost
- * crishim half the CPU that a standalone kubelet's 110 pods did (2026-11-26, thirteenth session).
+ * json-file (src/logs/), cri-dockerd's and containerd's own. Without them the load costs
+ * crishim about half the CPU that a standalone kubelet's 110 pods do.
  */
 export class PodLogDirs {
   private readonly bySandbox = new Map<string, string>();

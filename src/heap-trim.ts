@@ -7,7 +7,7 @@ import type { Logger } from 'winston';
  * reducer only once committed memory has grown ~10 MB past its last pass. Its ordinary full GCs
  * run when garbage reaches live + 8 MB and do not shrink the space. Under the kubelet's steady
  * polling crishim's live heap is ~16 MiB and flat, so 6-8 MiB of its RSS was garbage headroom
- * that the reducer never came back for (docs/benchmark-history.md, the seventh and eighth sessions).
+ * that the reducer never came back for (docs/configuration.md, `--heap-trim-step`).
  *
  * The trimmer does the reducer's job at a smaller step: when the old space holds `stepBytes`
  * more than the last trim left, one full GC that compacts gives the freed pages back. It also

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --v8-pool-size=1
 // --v8-pool-size=1 on the line above (and in the unit's NODE_OPTIONS): one V8 worker thread, so one
-// malloc arena instead of four (docs/benchmark-history.md, ninth session); node reads it only at its start.
+// malloc arena instead of four (docs/how-it-works.md, "Memory and the V8 settings"); node reads it only at its start.
 // before anything allocates or compiles: the V8 flags the daemon sets on itself (see the module)
 import './v8-start-flags';
 import { CommanderError } from 'commander';

@@ -4,8 +4,8 @@ import { setFlagsFromString } from 'v8';
  * V8 flags the daemon sets on itself, first thing, rather than on a `#!` line or in NODE_OPTIONS:
  * V8 reads each of these as it works, so set here they hold however the daemon was started
  * (`#!` line, `node dist/main.js`, the single executable). An operator who names one in node's
- * flags or NODE_OPTIONS, either way, keeps that choice. The figures behind each are in
- * docs/benchmark-history.md.
+ * flags or NODE_OPTIONS, either way, keeps that choice. Why each: docs/how-it-works.md, "Memory
+ * and the V8 settings".
  */
 interface StartFlag {
   /** what the daemon sets */
@@ -17,19 +17,17 @@ interface StartFlag {
 export const START_FLAGS: readonly StartFlag[] = [
   // V8 grows the young generation's semi-spaces from 1 MiB up to 16 MiB each when much of what it
   // allocates survives a scavenge, and keeps the pages: under the kubelet's polling the largest
-  // single share of crishim's RSS (2026-11-23). `--max-semi-space-size` only acts at V8's start,
+  // single share of crishim's RSS. `--max-semi-space-size` only acts at V8's start,
   // the growth factor at each scavenge: at 1 the semi-spaces stay at their initial 1 MiB.
   { flag: '--semi-space-growth-factor=1', chosenBy: /^--(max|min)[-_]semi[-_]space[-_]size\b/ },
   // GCs start sooner and keep less slack, the compilers emit less code. Under a real 1.32 kubelet
-  // at 110 pods RSS went from 78.6 to 76.2 MiB and CPU from 1.9 % to 2.4 % of a core (fourteenth
-  // session): still well under cri-dockerd's CPU. Measured again in the thirtieth: without it the
-  // 110-pod load's RSS peaked at 76.5 MiB (80.2 MB, over issue 11's 80 MB) for 0.5 % of a core less.
+  // at 110 pods it keeps the RSS about 2.5 MiB lower for about 0.5 % of a core more, still well
+  // under cri-dockerd's CPU; without it the 110-pod load's RSS peaks over the 80 MB target.
   { flag: '--optimize-for-size', chosenBy: /^--(no-)?optimize[-_]for[-_]size$/ },
   // Sparkplug, the baseline compiler, turns every warm function's bytecode into machine code and
-  // keeps it, start-up code included: under the kubelet's load the code space grew from 2.0 to
-  // 3.5 MiB in seven minutes, and ten minutes read 76.9 MiB of RSS on the mean against 74.2 without
-  // it (twenty-sixth session), 60 s runs in turn 75.1-75.5 against 72.3-72.6, at the same CPU and
-  // stats-call cost within the runs' spread (twenty-seventh). Hot paths still reach TurboFan.
+  // keeps it, start-up code included: under the kubelet's load the code space grows from 2.0 to
+  // 3.5 MiB in seven minutes, and without it the RSS is 2.5-3 MiB lower, at the same CPU and
+  // stats-call cost within the runs' spread. Hot paths still reach TurboFan.
   { flag: '--no-sparkplug', chosenBy: /^--(no-)?sparkplug$/ },
 ];
 

@@ -8,7 +8,7 @@ import { apiAtLeast } from '../docker/capabilities';
  * CRI v1 request fields Docker cannot honour, refused by name instead of dropped
  * (the kubelet decides from the Status features whether to send most of them;
  * a runtime that ignores one would run the pod with weaker isolation than asked).
- * The README's "CRI field audit" table lists every field and what becomes of it.
+ * docs/kubernetes.md's "CRI field audit" table lists every field and what becomes of it.
  */
 
 type SandboxConfig = NonNullable<RuntimeReq<'RunPodSandbox'>['config']>;

@@ -39,7 +39,7 @@ export interface JsonFileCopyOptions {
    * safety net, since Docker writes there (config.v2.json) when the container stops, too, and an
    * exited container's ContainerStatus drains its copy first. Each wake costs a read, a stat and a
    * look at the process table: every 5 s at 110 idle containers that was 1.3 % of a core, more than
-   * the rest of a kubelet's polling (docs/benchmark-history.md, 2026-11-26, thirteenth session).
+   * the rest of a kubelet's polling (docs/how-it-works.md, "Container logs").
    */
   watchedIdleMs?: number;
   /** How often an idle copy asks Docker whether the container still runs (unwatched; watched, at every idle wake). */

@@ -9,8 +9,8 @@ import { which } from '../host-binaries';
  * How a CNI plugin binary gets started. Node's spawn forks the whole daemon, and
  * the kernel copies its page tables for the child and tears them down at its
  * exec: at crishim's ~70 MiB that blocks the event loop for several ms per
- * plugin and costs as much CPU again (measured in docs/benchmark-history.md),
- * six plugin runs a pod. `ShellLauncher` keeps one small shell that forks the
+ * plugin and costs as much CPU again (docs/how-it-works.md, "How CRI maps onto
+ * Docker"), six plugin runs a pod. `ShellLauncher` keeps one small shell that forks the
  * plugins instead, told what to run through a pipe and files in a private
  * directory. `directLauncher` is Node's spawn, for where no such shell can run.
  */

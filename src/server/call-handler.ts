@@ -48,8 +48,8 @@ type AnyCall = grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStrea
  * A class, not an object literal with getters: V8 gives each literal's own accessors a pair
  * allocated in the old space, and through it every scavenge kept the call (the grpc-js call, its
  * HTTP/2 stream, the context) alive until the next full GC. That promoted ~5 KB per call, most of
- * what drove crishim's full GCs under the kubelet (docs/benchmark-history.md, the eighteenth
- * session). A class keeps its accessors once, on the prototype.
+ * what drove crishim's full GCs under the kubelet (docs/how-it-works.md, "Memory and the V8
+ * settings"). A class keeps its accessors once, on the prototype.
  */
 class Context implements CallContext {
   private ac: AbortController | undefined;

@@ -69,7 +69,7 @@ mkfifo "$run/output"
 cat "$run/output" &
 reader=$!
 # software emulation on both cores: this machine's /dev/kvm resets a guest before its kernel
-# starts (and refuses -cpu host), seen 2026-11-28.
+# starts (and refuses -cpu host).
 # werror=report: when the host's disk fills up, qemu's default pauses the VM without a word
 # until the timeout; the guest gets I/O errors instead, which its console shows
 timeout -k 10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -nographic \

@@ -253,7 +253,7 @@ describe('across a Docker Engine restart', () => {
     // the engine goes down (its containers die with it) and comes back with them exited
     await dockerd?.stop();
     // a call racing the event stream's end may still be answered from the view (within the
-    // event lag the README allows); once the loss is seen, List must say the engine is gone
+    // event lag docs/reliability.md allows); once the loss is seen, List must say the engine is gone
     const failed = await within(
       'ListContainers with the engine down',
       () => codeOf(call(crishim.runtime, 'ListContainers', {}, 10_000)).catch(() => ({ code: status.OK, details: '' })),
