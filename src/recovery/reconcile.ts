@@ -3,7 +3,17 @@ import type { Logger } from '../logging/logger';
 import { shortId } from '../logging/logger';
 import type { SandboxCheckpoint } from '../checkpoint/store';
 import type { ServiceDeps } from '../service-deps';
-import { CREATED_LABEL, ROOT_LABEL, SANDBOX_ID_LABEL, TYPE_CONTAINER, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import {
+  CONTAINER_LOGPATH_LABEL,
+  CREATED_LABEL,
+  ROOT_LABEL,
+  SANDBOX_ID_LABEL,
+  TYPE_CONTAINER,
+  TYPE_LABEL,
+  TYPE_SANDBOX,
+} from '../labels';
 import { removeDockerContainer } from '../container/remove';
 import { releaseCachedNetwork, releaseOrphanNetworks, TeardownRetries } from '../network/orphan-teardown';
 
@@ -26,7 +36,9 @@ export interface ReconcileOptions {
  *  - a container crishim created but never started is removed: its CreateContainer never
  *    answered, or its StartContainer never reached Docker. Left in place, the kubelet would
  *    count it as a failed attempt and create the next one beside it, reporting a restart
- *    that never happened; without it the kubelet creates the same attempt again;
+ *    that never happened; without it the kubelet creates the same attempt again. Its CRI log
+ *    file goes too when StartContainer made it and nothing was written: a kubelet that finds no
+ *    container counts restarts from the log files in the container's log directory;
  *  - CNI state of a sandbox that has neither container nor checkpoint is released.
  * Containers crishim did not create (no crishim labels, e.g. cri-dockerd's) are
  * never touched; sandboxes whose container vanished keep their checkpoint and are
@@ -97,13 +109,23 @@ async function removeNeverStarted(
     if (!oldEnough(c.Labels[CREATED_LABEL])) continue;
     const ids = { containerId: shortId(c.Id), podSandboxId: shortId(c.Labels[SANDBOX_ID_LABEL] ?? '') };
     log.warn('removing a container created but never started before a restart', ids);
-    await removeDockerContainer(deps, c.Id).catch((err: Error) =>
+    try {
+      await removeDockerContainer(deps, c.Id);
+      await removeUnwrittenLog(c.Labels[CONTAINER_LOGPATH_LABEL]);
+    } catch (err) {
       log.error('could not remove a never-started container; will retry at the next start', {
         ...ids,
-        error: err.message,
-      }),
-    );
+        error: (err as Error).message,
+      });
+    }
   }
+}
+
+/** An empty CRI log file of a container that never ran; a file with content is left alone. */
+async function removeUnwrittenLog(logPath: string | undefined): Promise<void> {
+  if (!logPath || !path.isAbsolute(logPath)) return;
+  const st = await fsp.lstat(logPath).catch(() => undefined);
+  if (st?.isFile() && st.size === 0) await fsp.rm(logPath, { force: true });
 }
 
 /** A `ready` checkpoint proves the start happened, except a host-network one (written `ready` before it). */

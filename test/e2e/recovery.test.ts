@@ -124,11 +124,21 @@ describe('kill -9 between CreateContainer and StartContainer', () => {
     await expectNothingLeft(uid);
   });
 
-  it('a created container whose start never came is gone after the restart, and its start says so', async () => {
-    const config = podConfig('crash-before-start');
+  it('a created container whose start never came is gone after the restart, with its empty log file', async () => {
+    const logDir = await fsp.mkdtemp(path.join(h.dir, 'pod-logs-'));
+    const config = podConfig('crash-before-start', { log_directory: logDir });
     const { pod_sandbox_id: pod } = await call(h.runtime, 'RunPodSandbox', { config });
-    const { container_id: id } = await create(pod, config);
+    const { container_id: id } = await call(h.runtime, 'CreateContainer', {
+      pod_sandbox_id: pod,
+      config: { metadata: { name: 'c' }, image: { image: BUSYBOX }, command: ['true'], log_path: 'c/0.log' },
+      sandbox_config: config,
+    });
+    // what a StartContainer killed before Docker's start leaves: the CRI log file, empty. A kubelet
+    // that finds no container counts 0.log as a restart that happened
+    await fsp.mkdir(path.join(logDir, 'c'));
+    await fsp.writeFile(path.join(logDir, 'c', '0.log'), '');
     await h.restart({ kill: true });
+    expect(await fsp.readdir(path.join(logDir, 'c'))).toEqual([]);
     const err = await codeOf(call(h.runtime, 'StartContainer', { container_id: id }));
     expect(err.code).toBe(status.NOT_FOUND);
     expect(err.details).toContain(id.slice(0, 12));
