@@ -1,4 +1,7 @@
-/** Two projects: unit tests need nothing; e2e tests need a running dockerd and root. */
+/**
+ * unit tests need nothing; e2e tests need a running dockerd and root; kubernetes tests also need
+ * Kubernetes binaries (KUBE_BIN_DIR) and run only when asked for (`npm run test:kubernetes`).
+ */
 const base = {
   preset: 'ts-jest',
   testEnvironment: 'node',
@@ -8,5 +11,6 @@ module.exports = {
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    { ...base, displayName: 'kubernetes', testMatch: ['<rootDir>/test/kubernetes/**/*.test.ts'] },
   ],
 };
