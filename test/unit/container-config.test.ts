@@ -783,7 +783,11 @@ describe('hugepage limits through the RPCs', () => {
     const rec = recordingLog();
     await startContainer(f.deps, noLogs, facts.hugetlb)({ container_id: CID }, ctxOf(rec.log));
     expect(await fsp.readFile(path.join(h.dir, 'hugetlb.2MB.limit_in_bytes'), 'utf8')).toBe('4194304');
-    const st = await containerStatus(f.deps, facts, createImageNames(f.deps.docker))({ container_id: CID, verbose: false }, ctxOf(rec.log));
+    const st = await containerStatus(
+      f.deps,
+      facts,
+      createImageNames(f.deps.docker),
+    )({ container_id: CID, verbose: false }, ctxOf(rec.log));
     expect(st.status?.resources?.linux?.hugepage_limits).toEqual([
       { page_size: '1GB', limit: '0' },
       { page_size: '2MB', limit: '4194304' },
@@ -810,7 +814,11 @@ describe('hugepage limits through the RPCs', () => {
     await startContainer(f.deps, noLogs, facts.hugetlb)({ container_id: CID }, ctxOf(rec.log));
     expect(f.calls).toEqual(['start']);
     expect(rec.warnings).toHaveLength(1);
-    const st = await containerStatus(f.deps, facts, createImageNames(f.deps.docker))({ container_id: CID, verbose: false }, ctxOf(rec.log));
+    const st = await containerStatus(
+      f.deps,
+      facts,
+      createImageNames(f.deps.docker),
+    )({ container_id: CID, verbose: false }, ctxOf(rec.log));
     expect(st.status?.resources?.linux?.hugepage_limits).toEqual([]);
   });
 
