@@ -130,7 +130,7 @@ function unmountUnder(dir: string): void {
  * A kubelet kills every running pod its runtime lists that it does not own: on crishim that is
  * every pod on the Docker engine. Refuse to start beside another runtime's pods there.
  */
-async function refuseBesideForeignPods(kind: RuntimeKind): Promise<void> {
+export async function refuseBesideForeignPods(kind: RuntimeKind): Promise<void> {
   if (kind !== 'crishim') return;
   const sandboxes = await docker.listContainers({ filters: { label: ['io.kubernetes.docker.type=podsandbox'] } });
   if (sandboxes.length > 0)

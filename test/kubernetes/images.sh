@@ -6,8 +6,9 @@
 # kube-controller-manager kube-scheduler [kube-proxy]. Host: busybox-static bash openssl etcd-server
 # [etcd-client]. K8S_SRC (optional, a Kubernetes tree): source of agnhost's porter certs (else generated).
 #
-# e2e stand-ins; base = busybox-static applets, /bin/sh = Debian bash (busybox sh drops env vars
-# named like a-b), curl and nc shims in /usr/bin, user-defined-in-image(1000)/group-defined-in-image:
+# e2e stand-ins; base = busybox-static applets, /bin/sh = sh-shim.c (busybox ash, but a lone simple
+# command runs with env vars named like a-b kept; agnhost's /bin/sh is bash), curl and nc shims in
+# /usr/bin, Debian bash, user-defined-in-image(1000)/group-defined-in-image:
 #   e2e-test-images/busybox:1.29-4, :1.29-2   base, CMD sh
 #   e2e-test-images/agnhost:2.43              base + /agnhost, ENTRYPOINT /agnhost, CMD pause
 #   e2e-test-images/{nginx:1.14-4,nginx:1.15-4,httpd:2.4.38-4,httpd:2.4.39-4}  agnhost test-webserver :80
@@ -93,8 +94,9 @@ mk_base() {
   for applet in $(/bin/busybox --list); do
     case $applet in busybox|sh|bash) ;; *) ln -s busybox "$1/bin/$applet" ;; esac
   done
-  copy_bin "$1" /bin/bash /bin/bash   # busybox 1.35 sh drops env vars named like a-b; bash keeps them
-  ln -s bash "$1/bin/sh"
+  copy_bin "$1" /bin/bash /bin/bash   # for the nc stand-in below
+  # ash, but `sh -c "<simple command>"` execs it with the environment whole (sh-shim.c)
+  gcc -static -Os -s -o "$1/bin/sh" "$REPO/test/kubernetes/sh-shim.c"
   ln -s ../../bin/busybox "$1/usr/bin/env"
   cat > "$1/usr/bin/curl" <<'EOF'
 #!/bin/sh
@@ -157,6 +159,9 @@ mk_nnp() {
 mk_agnhost() {
   local porter=$K8S_SRC/test/images/agnhost/porter
   mk_base "$1"
+  # bash as sh: busybox ash runs its own applets before PATH, so `nc -u` would never reach the nc
+  # stand-in (the real agnhost has netcat-openbsd); no agnhost spec reads ash's messages
+  ln -sf bash "$1/bin/sh"
   mkdir -p "$1/uploads"
   install -m 0755 "$BIN_DIR/agnhost" "$1/agnhost"
   ln -s agnhost "$1/agnhost-2"

@@ -3,6 +3,8 @@ import { spawn, type ChildProcess } from 'child_process';
 import { createWriteStream, promises as fsp } from 'fs';
 import * as net from 'net';
 
+export { freePort } from '../e2e/registry';
+
 export interface Daemon {
   name: string;
   proc: ChildProcess;
@@ -53,18 +55,6 @@ export async function waitReady(d: Daemon, ready: () => Promise<boolean>, timeou
 export async function tail(d: Pick<Daemon, 'logFile'>, lines = 30): Promise<string> {
   const text = await fsp.readFile(d.logFile, 'utf8').catch(() => '');
   return text.trimEnd().split('\n').slice(-lines).join('\n');
-}
-
-/** A TCP port nobody listens on at the moment, on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 /** True once something accepts TCP connections on 127.0.0.1:port. */

@@ -13,7 +13,7 @@ fi
 npm run -s build || exit 1
 bash test/kubernetes/images.sh "$KUBE_BIN_DIR" || exit 1
 out=$(mktemp)
-npx jest --runInBand --selectProjects kubernetes --json --outputFile="$out" "$@"
+npx jest --runInBand --forceExit --selectProjects kubernetes --json --outputFile="$out" "$@"
 rc=$?
 node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(`kubernetes: ${r.numPassedTests} passed, ${r.numFailedTests} failed`)' "$out" || true
 rm -f "$out"

@@ -33,27 +33,39 @@ function socketAnswers(socket: string): Promise<boolean> {
   });
 }
 
-async function startWatched(
+/** Starts the runtime's daemon and waits for its socket; a crash restarts it on the same state. */
+async function watchedRuntime(
+  kind: RuntimeKind,
   dir: string,
-  name: string,
-  socket: string,
-  command: () => [string, string[]],
-): Promise<{ daemon: Daemon; crashAndRestart(): Promise<void> }> {
+  cni: CniSetup,
+  command: (socket: string) => [string, string[]],
+  afterStop: (socket: string) => void = () => undefined,
+): Promise<Runtime> {
+  const socket = path.join(dir, `${kind}.sock`);
   const launch = async (): Promise<Daemon> => {
-    const [cmd, args] = command();
+    const [cmd, args] = command(socket);
     await fsp.rm(socket, { force: true });
-    const d = spawnDaemon(name, cmd, args, path.join(dir, `${name}.log`));
+    const d = spawnDaemon(kind, cmd, args, path.join(dir, `${kind}.log`));
     await waitReady(d, () => socketAnswers(socket), 60_000);
     return d;
   };
-  const out = {
-    daemon: await launch(),
+  let daemon = await launch();
+  return {
+    kind,
+    endpoint: `unix://${socket}`,
+    cni,
+    get daemon() {
+      return daemon;
+    },
     async crashAndRestart() {
-      await out.daemon.stop('SIGKILL');
-      out.daemon = await launch();
+      await daemon.stop('SIGKILL');
+      daemon = await launch();
+    },
+    async stop() {
+      await daemon.stop();
+      afterStop(socket);
     },
   };
-  return out;
 }
 
 /**
@@ -68,29 +80,21 @@ export async function startRuntime(kind: RuntimeKind, dir: string, registries: s
       : { bridge: 'ctrk8s0', subnet: '10.97.0.0/16', ipamDir: path.join(dir, 'ipam') };
   const confDir = path.join(dir, 'net.d');
   await writeCniConfig(confDir, cni);
-  const socket = path.join(dir, `${kind}.sock`);
   if (kind === 'crishim') {
-    const args = [
-      path.join(REPO, 'dist', 'main.js'),
-      '--container-runtime-endpoint',
-      `unix://${socket}`,
-      '--root-directory',
-      path.join(dir, 'crishim-root'),
-      '--cni-conf-dir',
-      confDir,
-    ];
-    const w = await startWatched(dir, 'crishim', socket, () => [process.execPath, args]);
-    return {
-      kind,
-      endpoint: `unix://${socket}`,
-      cni,
-      get daemon() {
-        return w.daemon;
-      },
-      crashAndRestart: () => w.crashAndRestart(),
-      stop: () => w.daemon.stop(),
-    };
+    return watchedRuntime(kind, dir, cni, (socket) => [
+      process.execPath,
+      [
+        path.join(REPO, 'dist', 'main.js'),
+        '--container-runtime-endpoint',
+        `unix://${socket}`,
+        '--root-directory',
+        path.join(dir, 'crishim-root'),
+        '--cni-conf-dir',
+        confDir,
+      ],
+    ]);
   }
+  const socket = path.join(dir, `${kind}.sock`);
   const config = path.join(dir, 'containerd.toml');
   await fsp.writeFile(
     config,
@@ -114,21 +118,14 @@ export async function startRuntime(kind: RuntimeKind, dir: string, registries: s
       '',
     ].join('\n'),
   );
-  const w = await startWatched(dir, 'containerd', socket, () => ['containerd', ['--config', config]]);
-  return {
+  return watchedRuntime(
     kind,
-    endpoint: `unix://${socket}`,
+    dir,
     cni,
-    get daemon() {
-      return w.daemon;
-    },
-    crashAndRestart: () => w.crashAndRestart(),
-    async stop() {
-      // containerd's shims outlive it: stop what runs first, or the kubelet's pods stay behind
-      await w.daemon.stop();
-      execFileSync('sh', ['-c', `pkill -f 'containerd-shim.*-address ${socket}' || true`]);
-    },
-  };
+    () => ['containerd', ['--config', config]],
+    // containerd's shims outlive it: stop what runs, or the kubelet's pods stay behind
+    (sock) => execFileSync('sh', ['-c', `pkill -f 'containerd-shim.*-address ${sock}' || true`]),
+  );
 }
 
 /**
