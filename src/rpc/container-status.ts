@@ -29,9 +29,11 @@ export function containerStatus(
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
     // a client that sees EXITED reads the log next (kubectl logs, critest): let the copy finish first
     if (info.State.Status === 'exited') await logs?.drained(info.Id, LOG_DRAIN_MS);
-    const [facts, naming] = await Promise.all([factsOf(info, running), images.of(info.Image)]);
+    // names are for people: Docker failing to say them leaves the image named as it was created
+    const naming = images.of(info.Image).catch(() => undefined);
+    const [facts, names] = await Promise.all([factsOf(info, running), naming]);
     const out: RuntimeRes<'ContainerStatus'> = {
-      status: statusFromInspect(info, facts?.hugepages ?? [], naming),
+      status: statusFromInspect(info, facts?.hugepages ?? [], names),
       info: {},
     };
     if (info.State.Running) out.status!.user = facts?.user ?? null;
