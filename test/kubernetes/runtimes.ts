@@ -124,7 +124,7 @@ export async function startRuntime(kind: RuntimeKind, dir: string, registries: s
     cni,
     () => ['containerd', ['--config', config]],
     // containerd's shims outlive it: stop what runs, or the kubelet's pods stay behind
-    (sock) => execFileSync('sh', ['-c', `pkill -f 'containerd-shim.*-address ${sock}' || true`]),
+    (sock) => execFileSync('sh', ['-c', `pkill -f '[c]ontainerd-shim.*-address ${sock}' || true`]),
   );
 }
 
