@@ -106,6 +106,8 @@ export async function startRuntime(kind: RuntimeKind, dir: string, registries: s
       `  address = "${socket}"`,
       '[plugins."io.containerd.grpc.v1.cri"]',
       '  sandbox_image = "registry.k8s.io/pause:3.10"',
+      // without CAP_SYS_RESOURCE (this VM) runc cannot set a sandbox's -998 and fails every pod
+      '  restrict_oom_score_adj = true',
       '  stream_server_address = "127.0.0.1"',
       '  stream_server_port = "0"',
       '  [plugins."io.containerd.grpc.v1.cri".cni]',
