@@ -58,9 +58,13 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await c?.stop();
-  await registry?.stop();
-}, 300_000);
+  // the registry's tags go whatever the cluster's stop does: left, they would name the images first
+  try {
+    await c?.stop();
+  } finally {
+    await registry?.stop();
+  }
+}, 600_000);
 
 function runGinkgo(reportDir: string, nodes: number): Promise<string> {
   const args = [
