@@ -1,8 +1,9 @@
 #!/bin/bash
 # npm run test:kubernetes: a single-node Kubernetes cluster on crishim, its workloads and
-# Kubernetes' own [NodeConformance] e2e specs. Needs root, dockerd, Debian's etcd-server and
-# KUBE_BIN_DIR: a folder of Kubernetes binaries (kubelet, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, e2e.test, ginkgo, agnhost, nnp) built from a Kubernetes tree.
+# Kubernetes' own [NodeConformance] e2e specs, kubeadm init and reset. Needs root, dockerd, Debian's
+# etcd-server and KUBE_BIN_DIR: a folder of Kubernetes binaries (kubelet, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, kubeadm, e2e.test, ginkgo, agnhost, nnp) built
+# from a Kubernetes tree, and cri-tools' crictl.
 # KUBE_RUNTIME=containerd runs the same tests with containerd's CRI as the kubelet's runtime.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
