@@ -167,7 +167,7 @@ export function pullErrorKind(msg: string, httpStatus?: number): ErrorKind {
  * the pull. Throws DomainError.
  */
 export async function pullImage(
-  docker: DockerEngine,
+  docker: Pick<DockerEngine, 'pullImage'>,
   ref: string,
   opts: { auth?: Docker.RegistryAuth; signal?: AbortSignal; logger: Logger },
 ): Promise<void> {
@@ -184,7 +184,7 @@ export async function pullImage(
 
 /** Makes sure an image is present, pulling it when absent. */
 export async function ensureImage(
-  docker: DockerEngine,
+  docker: Pick<DockerEngine, 'inspectImage' | 'pullImage'>,
   ref: string,
   opts: { signal?: AbortSignal; logger: Logger },
 ): Promise<void> {

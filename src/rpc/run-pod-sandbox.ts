@@ -1,5 +1,4 @@
 import type * as Docker from '../docker/types';
-import { ensureImage } from '../docker/images';
 import { engineForRuntime } from '../docker/engine-info';
 import { cgroupDriverFor, dockerCgroupParent } from '../cgroups/cgroup-parent';
 import { DomainError, invalidArgument, isNotFound, notFound } from '../errors';
@@ -7,6 +6,7 @@ import { findAnyContainer } from '../state/lookup';
 import { fromDockerError } from '../docker/errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
+import { SandboxImageCheck } from '../sandbox/image-check';
 import { pauseContainerSpec, writeResolvConf, type SandboxConfig } from '../sandbox/pause-container';
 import { cniPortMappings, portMappingsOf } from '../sandbox/port-mappings';
 import {
@@ -150,8 +150,7 @@ async function createPauseContainer(
 }
 
 export function runPodSandbox(deps: ServiceDeps) {
-  /** Sandbox images known to be present, so the common path skips an inspect round trip. */
-  const sandboxImageSeen = new Set<string>();
+  const sandboxImage = new SandboxImageCheck(deps.docker);
   return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
     const requested = validateConfig(req);
     checkOwnPorts(deps.ownPorts, requested);
@@ -197,11 +196,8 @@ export function runPodSandbox(deps: ServiceDeps) {
     const portMappings = portMappingsOf(config);
 
     // (a) the sandbox image: checked once, then trusted until Docker says it is gone
-    const ensure = (): Promise<void> => ensureImage(deps.docker, image, { signal: ctx.signal, logger: ctx.log });
-    if (!sandboxImageSeen.has(image)) {
-      await step(`ensure sandbox image ${image}`, ensure);
-      sandboxImageSeen.add(image);
-    }
+    const ensure = (): Promise<void> => sandboxImage.ensure(image, { signal: ctx.signal, logger: ctx.log });
+    await step(`ensure sandbox image ${image}`, ensure);
 
     // (b) the pause container
     const id = await step('create pause container', async () => {
@@ -210,9 +206,8 @@ export function runPodSandbox(deps: ServiceDeps) {
       } catch (err) {
         if (!isNotFound(err)) throw err;
         // the image went away since we last looked: pull it again
-        sandboxImageSeen.delete(image);
+        sandboxImage.forget(image);
         await ensure();
-        sandboxImageSeen.add(image);
         return createPauseContainer(deps, ctx, createOpts);
       }
     });
