@@ -5,7 +5,8 @@
  *   npm run bench            full run (minutes; 200 pods at the largest size)
  *   npm run bench -- --smoke a seconds-long run of every section (CI)
  *   npm run bench -- --only=kubelet-load   some sections (overhead, concurrent, lists, memory, kubelet-load, relist-cost, lifecycle, churn, churn-restart,
- *                                          stats-cost, stop-pod, cycles, logs); --pods=N sizes stats-cost and stop-pod;
+ *                                          stats-cost, stop-pod, pod-start, cycles, logs); --pods=N sizes stats-cost and stop-pod;
+ *                                          --start-pods=30,110 sizes the pod-start bursts;
  *                                          --load-pods=N and --load-seconds=S size kubelet-load (a soak: S=1800;
  *                                          the raw-Docker baseline and the replaying floor keep their 60 s);
  *                                          --lifecycle-containers=N gives each lifecycle pod N containers
@@ -41,6 +42,7 @@ import type { KubeletClient, StatsRoundCall } from './kubelet-client';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
+import { podStart } from './pod-start';
 import { relistCost } from './relist-cost';
 import { cycles } from './cycles';
 import { dockerdPid, pct, processCpuMs, rssMiB } from './measure';
@@ -77,6 +79,14 @@ const sizes = SMOKE
 const PODS = numberArg('pods') || undefined;
 const statsCostSizes = { pods: PODS ?? (SMOKE ? 3 : 110), calls: SMOKE ? 3 : 9, tieredUp: SMOKE ? 0 : 40 };
 const stopPods = PODS ?? (SMOKE ? 4 : 20);
+/** `--start-pods=30,110`: the pod-start section's burst sizes. */
+const startPodsArg = process.argv.find((a) => a.startsWith('--start-pods='))?.slice('--start-pods='.length);
+const podStartSizes = {
+  pods: startPodsArg ? startPodsArg.split(',').map(Number) : SMOKE ? [3] : [30, 110],
+  rounds: SMOKE ? 1 : 2,
+  probers: SMOKE ? 3 : 30,
+  probesEach: SMOKE ? 3 : 20,
+};
 const relistSizes = SMOKE ? { pods: 3, calls: 50 } : { pods: 110, calls: 500 };
 const loadSizes = SMOKE
   ? { pods: 3, seconds: 5, statsEveryMs: 2000, podSyncCycleMs: 5000, logMonitorEveryMs: 2000 }
@@ -136,6 +146,8 @@ interface Daemon {
   dir: string;
   /** Docker API requests crishim made so far, counted by the proxy it talks through. */
   dockerRequests(): number;
+  /** The same requests by kind (`POST /containers/{id}/start`), for where a section's calls go. */
+  dockerRequestKinds(): Map<string, number>;
   closeProxy(): void;
   /** Where the daemon writes its memory report on SIGUSR2 (src/memory-report.ts). */
   memoryReport: string;
@@ -159,13 +171,22 @@ function dockerSocket(): string {
  * crosses it is one Docker API call. Counting outside the daemon keeps the
  * measurement honest (no self-reporting, no scrape traffic mixed in).
  */
-async function dockerProxy(socketPath: string, upstreamSocket: string): Promise<{ count(): number; close(): void }> {
+async function dockerProxy(
+  socketPath: string,
+  upstreamSocket: string,
+): Promise<{ count(): number; kinds(): Map<string, number>; close(): void }> {
   let requests = 0;
-  const REQUEST_LINE = /(?:GET|POST|PUT|DELETE|HEAD) \/\S* HTTP\/1\.[01]\r\n/g;
+  const kinds = new Map<string, number>();
+  const REQUEST_LINE = /(GET|POST|PUT|DELETE|HEAD) (\/[^?\s]*)\S* HTTP\/1\.[01]\r\n/g;
   const server = net.createServer((client) => {
     const upstream = net.connect(upstreamSocket);
     client.on('data', (c: Buffer) => {
-      requests += (c.toString('latin1').match(REQUEST_LINE) ?? []).length;
+      for (const m of c.toString('latin1').matchAll(REQUEST_LINE)) {
+        requests++;
+        // ids and the API version prefix out, so one kind of call counts as one
+        const kind = `${m[1]} ${m[2].replace(/^\/v[\d.]+/, '').replace(/[0-9a-f]{64}/g, '{id}')}`;
+        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      }
       upstream.write(c);
     });
     upstream.pipe(client);
@@ -174,7 +195,7 @@ async function dockerProxy(socketPath: string, upstreamSocket: string): Promise<
     upstream.on('error', () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(socketPath, resolve));
-  return { count: () => requests, close: () => server.close() };
+  return { count: () => requests, kinds: () => new Map(kinds), close: () => server.close() };
 }
 
 async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
@@ -228,6 +249,7 @@ async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
     endpoint: `unix://${socket}`,
     dir,
     dockerRequests: proxy.count,
+    dockerRequestKinds: proxy.kinds,
     closeProxy: proxy.close,
     memoryReport,
   };
@@ -831,6 +853,26 @@ async function main(): Promise<void> {
         return statsCost({ ...target, runPodIn: cgroupfs ? runPodIn : undefined }, statsCostSizes, record);
       });
     if (wanted('stop-pod')) await section('stop-pod', () => stopPod(target, docker, stopPods, record));
+    if (wanted('pod-start'))
+      await section('pod-start', () =>
+        podStart({
+          crishim: {
+            name: 'crishim',
+            pid: target.pid,
+            call: target.call,
+            dockerRequests: d.dockerRequests,
+            dockerRequestKinds: d.dockerRequestKinds,
+          },
+          others: others.map((o) => ({ name: o.name, pid: o.pid, call: o.call })),
+          docker,
+          cniConfFile: target.cniConfFile,
+          pauseImage: PAUSE,
+          image: BUSYBOX,
+          sizes: podStartSizes,
+          record,
+          addTable,
+        }),
+      );
   } finally {
     for (const c of clients) c.close();
     await stopDaemon(d);

@@ -5,10 +5,8 @@
  * from this run's conflist, last first), then `docker stop` of the pause container.
  * The ids and the pause pid the baseline needs are looked up before its clock starts.
  */
-import { spawn } from 'child_process';
-import { existsSync, readFileSync } from 'fs';
-import * as path from 'path';
 import type Docker from 'dockerode';
+import { cniDel, readConfList } from './cni-chain';
 import { pct } from './measure';
 
 export interface StopPodTarget {
@@ -21,46 +19,10 @@ export interface StopPodTarget {
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
 
-interface ConfList {
-  name: string;
-  cniVersion: string;
-  plugins: Array<{ type: string } & Record<string, unknown>>;
-}
-
-const CNI_DIRS = ['/opt/cni/bin', '/usr/lib/cni'];
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-function runPlugin(type: string, env: Record<string, string>, stdin: string): Promise<void> {
-  const bin = CNI_DIRS.map((d) => path.join(d, type)).find((f) => existsSync(f));
-  if (!bin) return Promise.reject(new Error(`CNI plugin ${type} not found in ${CNI_DIRS.join(', ')}`));
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, [], {
-      env: { ...env, PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', CNI_PATH: CNI_DIRS.join(':') },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    p.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    p.on('error', reject);
-    p.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`CNI DEL ${type}: exit ${code}: ${out.slice(0, 200)}`)),
-    );
-    p.stdin.end(stdin);
-  });
-}
-
-async function cniDel(conf: ConfList, sandboxId: string, pid: number): Promise<void> {
-  for (const plugin of [...conf.plugins].reverse()) {
-    const env = {
-      CNI_COMMAND: 'DEL',
-      CNI_CONTAINERID: sandboxId,
-      CNI_NETNS: `/proc/${pid}/ns/net`,
-      CNI_IFNAME: 'eth0',
-    };
-    await runPlugin(plugin.type, env, JSON.stringify({ ...plugin, name: conf.name, cniVersion: conf.cniVersion }));
-  }
-}
-
-const stopQuietly = (docker: Docker, id: string, t: number): Promise<unknown> =>
+/** `docker stop`, where "already stopped" (304) is no error. */
+export const stopQuietly = (docker: Docker, id: string, t: number): Promise<unknown> =>
   docker
     .getContainer(id)
     .stop({ t })
@@ -69,7 +31,7 @@ const stopQuietly = (docker: Docker, id: string, t: number): Promise<unknown> =>
     });
 
 export async function stopPod(t: StopPodTarget, docker: Docker, pods: number, record: Record4): Promise<void> {
-  const conf = JSON.parse(readFileSync(t.cniConfFile, 'utf8')) as ConfList;
+  const conf = readConfList(t.cniConfFile);
   const viaCri: number[] = [];
   const raw: number[] = [];
   const requests: number[] = [];
