@@ -214,14 +214,19 @@ export function renderReport(run: RunFacts, sections: readonly SectionFigures[])
  * `existing` with its generated part replaced by `generated`. A file without the markers is
  * refused rather than overwritten: its text is someone's; the markers say where figures go.
  */
-export function rewriteReport(existing: string, generated: string, file = 'the report file'): string {
-  const begin = existing.indexOf(REPORT_BEGIN);
-  const endAt = existing.indexOf(REPORT_END, begin < 0 ? 0 : begin);
+export function rewriteReport(
+  existing: string,
+  generated: string,
+  file = 'the report file',
+  markers: { begin: string; end: string } = { begin: REPORT_BEGIN, end: REPORT_END },
+): string {
+  const begin = existing.indexOf(markers.begin);
+  const endAt = existing.indexOf(markers.end, begin < 0 ? 0 : begin);
   if (begin < 0 || endAt < 0)
     throw new Error(
-      `${file} has no bench report markers: put the lines\n${REPORT_BEGIN}\n${REPORT_END}\nwhere the figures go`,
+      `${file} has no bench report markers: put the lines\n${markers.begin}\n${markers.end}\nwhere the figures go`,
     );
-  return existing.slice(0, begin) + generated + existing.slice(endAt + REPORT_END.length);
+  return existing.slice(0, begin) + generated + existing.slice(endAt + markers.end.length);
 }
 
 /** `nproc`, else what node says this process may use. */

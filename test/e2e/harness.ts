@@ -14,7 +14,12 @@ import { loadCriProto } from '../support/cri-proto';
 import type { RuntimeServiceClient } from '../../src/generated/runtime/v1/RuntimeService';
 import type { ImageServiceClient } from '../../src/generated/runtime/v1/ImageService';
 
-export const REPO = path.resolve(__dirname, '..', '..');
+/** The checkout: two levels up from this file, or further when compiled elsewhere (bench/dist/test/e2e). */
+export const REPO = ((): string => {
+  for (let dir = path.resolve(__dirname, '..', '..'); dir !== path.dirname(dir); dir = path.dirname(dir))
+    if (existsSync(path.join(dir, 'cni', '10-crishim.conflist'))) return dir;
+  return path.resolve(__dirname, '..', '..');
+})();
 export const docker = new Docker();
 export const BUSYBOX = 'crishim-test/busybox:latest';
 

@@ -12,7 +12,7 @@ import * as path from 'path';
 import { docker } from '../e2e/harness';
 import { executable, type KubeBinaries } from './binaries';
 import { freePort, listening, spawnDaemon, waitReady, type Daemon } from './processes';
-import { importImages, startRuntime, type Runtime, type RuntimeKind } from './runtimes';
+import { importImages, onDocker, startRuntime, type Runtime, type RuntimeKind } from './runtimes';
 
 export interface ClusterOptions {
   runtime: RuntimeKind;
@@ -127,11 +127,11 @@ function unmountUnder(dir: string): void {
 }
 
 /**
- * A kubelet kills every running pod its runtime lists that it does not own: on crishim that is
- * every pod on the Docker engine. Refuse to start beside another runtime's pods there.
+ * A kubelet kills every running pod its runtime lists that it does not own: on crishim and on
+ * cri-dockerd that is every pod on the Docker engine. Refuse to start beside another runtime's pods there.
  */
 export async function refuseBesideForeignPods(kind: RuntimeKind): Promise<void> {
-  if (kind !== 'crishim') return;
+  if (!onDocker(kind)) return;
   const sandboxes = await docker.listContainers({ filters: { label: ['io.kubernetes.docker.type=podsandbox'] } });
   if (sandboxes.length > 0)
     throw new Error(
@@ -237,7 +237,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     '--secure-port=0',
   ]);
 
-  const runtime = await startRuntime(opts.runtime, path.join(dir, 'runtime'), opts.registries);
+  const criDockerd = opts.runtime === 'cri-dockerd' ? opts.bins.path('cri-dockerd') : undefined;
+  if (criDockerd && !executable(criDockerd)) throw new Error(`${criDockerd} is missing: build cri-dockerd into KUBE_BIN_DIR`);
+  const runtime = await startRuntime(opts.runtime, path.join(dir, 'runtime'), opts.registries, criDockerd);
   importImages(runtime, opts.images ?? []);
   // pods resolve names against the node's loopback: no query leaves this machine
   const resolvConf = path.join(dir, 'resolv.conf');

@@ -111,7 +111,8 @@ export function pod(ns: string, name: string, command: string[], extra: Obj = {}
   };
 }
 
-export function sleepers(ns: string, name: string, replicas: number): Obj {
+/** `extra` goes into the sleeping container (a readiness probe, say). */
+export function sleepers(ns: string, name: string, replicas: number, extra: Obj = {}): Obj {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -123,7 +124,7 @@ export function sleepers(ns: string, name: string, replicas: number): Obj {
         metadata: { labels: { app: name } },
         spec: {
           terminationGracePeriodSeconds: 1,
-          containers: [container('sleep', BUSYBOX, { command: ['sleep', '3600'] })],
+          containers: [container('sleep', BUSYBOX, { command: ['sleep', '3600'], ...extra })],
         },
       },
     },

@@ -1,6 +1,7 @@
 /**
- * The CRI runtime a cluster's kubelet talks to: crishim from this checkout, or Debian's containerd
- * with its CRI plugin as the reference (the same CNI config crishim ships, on a bridge of its own).
+ * The CRI runtime a cluster's kubelet talks to: crishim from this checkout, or a reference: Debian's
+ * containerd with its CRI plugin, or cri-dockerd from KUBE_BIN_DIR on the same dockerd. Each gets
+ * the CNI config crishim ships, on a bridge and subnet of its own.
  */
 import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
@@ -9,7 +10,17 @@ import * as path from 'path';
 import { REPO, writeCniConfig, type CniSetup } from '../e2e/harness';
 import { spawnDaemon, waitReady, type Daemon } from './processes';
 
-export type RuntimeKind = 'crishim' | 'containerd';
+export type RuntimeKind = 'crishim' | 'containerd' | 'cri-dockerd';
+
+/** The runtimes that drive this machine's dockerd, and so list every pod on it. */
+export const onDocker = (kind: RuntimeKind): boolean => kind !== 'containerd';
+
+/** A subnet and bridge no other test or runtime on this machine uses. */
+const NETWORKS: Record<RuntimeKind, { bridge: string; subnet: string }> = {
+  crishim: { bridge: 'crik8s0', subnet: '10.98.0.0/16' },
+  containerd: { bridge: 'ctrk8s0', subnet: '10.97.0.0/16' },
+  'cri-dockerd': { bridge: 'cdk8s0', subnet: '10.95.0.0/16' },
+};
 
 export interface Runtime {
   kind: RuntimeKind;
@@ -72,12 +83,13 @@ async function watchedRuntime(
  * `registries`: plain-HTTP registries on 127.0.0.1 the runtime may pull from (Docker trusts
  * loopback registries by itself; containerd is told).
  */
-export async function startRuntime(kind: RuntimeKind, dir: string, registries: string[] = []): Promise<Runtime> {
-  // a subnet and bridge no other test or runtime on this machine uses
-  const cni: CniSetup =
-    kind === 'crishim'
-      ? { bridge: 'crik8s0', subnet: '10.98.0.0/16', ipamDir: path.join(dir, 'ipam') }
-      : { bridge: 'ctrk8s0', subnet: '10.97.0.0/16', ipamDir: path.join(dir, 'ipam') };
+export async function startRuntime(
+  kind: RuntimeKind,
+  dir: string,
+  registries: string[] = [],
+  criDockerd?: string,
+): Promise<Runtime> {
+  const cni: CniSetup = { ...NETWORKS[kind], ipamDir: path.join(dir, 'ipam') };
   const confDir = path.join(dir, 'net.d');
   await writeCniConfig(confDir, cni);
   if (kind === 'crishim') {
@@ -91,6 +103,33 @@ export async function startRuntime(kind: RuntimeKind, dir: string, registries: s
         path.join(dir, 'crishim-root'),
         '--cni-conf-dir',
         confDir,
+      ],
+    ]);
+  }
+  if (kind === 'cri-dockerd') {
+    if (!criDockerd) throw new Error('cri-dockerd: no binary given (KUBE_BIN_DIR/cri-dockerd)');
+    // cri-dockerd always sends its pod CIDR as ipRanges, which host-local adds to the config's own
+    // ranges ("range set 0 overlaps with 1"): the subnet comes from --pod-cidr alone
+    const file = path.join(confDir, '10-crishim.conflist');
+    const conf = JSON.parse(await fsp.readFile(file, 'utf8')) as { plugins: Array<{ ipam?: { ranges?: unknown } }> };
+    for (const p of conf.plugins) delete p.ipam?.ranges;
+    await fsp.writeFile(file, JSON.stringify(conf, null, 2));
+    return watchedRuntime(kind, dir, cni, (socket) => [
+      criDockerd,
+      [
+        '--container-runtime-endpoint',
+        `unix://${socket}`,
+        '--cri-dockerd-root-directory',
+        path.join(dir, 'cri-dockerd-root'),
+        '--network-plugin=cni',
+        '--cni-bin-dir=/usr/lib/cni',
+        `--cni-conf-dir=${confDir}`,
+        `--cni-cache-dir=${path.join(dir, 'cni-cache')}`,
+        // the shipped conflist takes its range from the pod CIDR (ipRanges): without one, no network
+        `--pod-cidr=${cni.subnet}`,
+        '--pod-infra-container-image=registry.k8s.io/pause:3.10',
+        // its streaming server listens on every address unless told
+        '--streaming-bind-addr=127.0.0.1:0',
       ],
     ]);
   }

@@ -1,0 +1,177 @@
+/**
+ * `npm run bench:kubelet-burst`: pod start-up under a real kubelet. For each runtime in turn
+ * (crishim, cri-dockerd, containerd), a single-node cluster of test/kubernetes/cluster.ts, and in
+ * it one Deployment of N busybox pods (`sleep`, an exec readiness probe `true` every 2 s):
+ * creation to Ready of every pod as the API server's watch reports it, then the time from the
+ * Deployment's deletion until no pod is left. Runtimes alternate over rounds (A B C, C B A, ...)
+ * and the best round counts.
+ *
+ *   KUBE_BIN_DIR=DIR npm run bench:kubelet-burst -- [--pods=30,110] [--rounds=2]
+ *                       [--runtimes=crishim,cri-dockerd,containerd] [--report FILE]
+ *
+ * Needs what `npm run test:kubernetes` needs (docs/kubernetes.md), and for cri-dockerd a
+ * `cri-dockerd` binary in KUBE_BIN_DIR. A runtime whose cluster cannot start fails the run.
+ */
+import { spawn } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { CONTROL_PLANE, kubeBinaries } from '../test/kubernetes/binaries';
+import { startCluster, waitFor, type Cluster } from '../test/kubernetes/cluster';
+import { BUSYBOX, list, namespace, sleepers } from '../test/kubernetes/manifests';
+import type { RuntimeKind } from '../test/kubernetes/runtimes';
+import { pct } from './measure';
+import { rewriteReport } from './report';
+import { table } from './runtime-compare';
+
+const arg = (name: string): string | undefined =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const SIZES = (arg('pods') ?? '30,110').split(',').map(Number);
+const ROUNDS = Number(arg('rounds') ?? 2);
+const RUNTIMES = (arg('runtimes') ?? 'crishim,cri-dockerd,containerd').split(',') as RuntimeKind[];
+/** `--report=FILE`: the table goes into FILE between these markers, replacing the last run's. */
+const REPORT = arg('report');
+const MARKERS = {
+  begin:
+    '<!-- kubelet-burst:begin. Written by `npm run bench:kubelet-burst -- --report=<this file>`; never edit by hand. -->',
+  end: '<!-- kubelet-burst:end -->',
+};
+const PAUSE = 'registry.k8s.io/pause:3.10';
+
+interface BurstFigures {
+  allReadyMs: number;
+  readyMs: number[];
+  teardownMs: number;
+}
+
+const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** Streams the namespace's pods from the API server's watch; answers when `n` pods have been Ready. */
+function watchReady(c: Cluster, ns: string, n: number, t0: () => number): { done: Promise<number[]>; stop(): void } {
+  const ready = new Map<string, number>();
+  const watch = spawn(
+    c.bins.path('kubectl'),
+    [
+      '--kubeconfig',
+      c.kubeconfig,
+      'get',
+      'pods',
+      '-n',
+      ns,
+      '--watch',
+      '-o',
+      'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let buffered = '';
+  const done = new Promise<number[]>((resolve, reject) => {
+    watch.stdout.on('data', (chunk: Buffer) => {
+      const at = now() - t0();
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        const [name, status] = line.trim().split(' ');
+        if (name && status === 'True' && !ready.has(name)) ready.set(name, at);
+      }
+      if (ready.size >= n) resolve([...ready.values()]);
+    });
+    watch.on('exit', (code) => reject(new Error(`kubectl get --watch exited ${code} with ${ready.size}/${n} Ready`)));
+  });
+  return { done, stop: () => watch.kill() };
+}
+
+async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> {
+  const ns = `burst-${n}-${seq}`;
+  c.kubectl(['apply', '-f', '-'], { input: list([namespace(ns)]) });
+  await waitFor(`the service account of ${ns}`, () =>
+    c.kubectl(['get', 'serviceaccount', 'default', '-n', ns, '-o', 'name']),
+  );
+  const deployment = sleepers(ns, 'burst', n, {
+    readinessProbe: { exec: { command: ['true'] }, periodSeconds: 2, timeoutSeconds: 1 },
+  });
+  let t0 = 0;
+  const watch = watchReady(c, ns, n, () => t0);
+  try {
+    // the watch is open before the Deployment exists, so no transition is missed
+    await new Promise((r) => setTimeout(r, 1000));
+    t0 = now();
+    c.kubectl(['apply', '-f', '-'], { input: list([deployment]) });
+    const readyMs = await Promise.race([
+      watch.done,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${n} pods not Ready in 10 min`)), 600_000)),
+    ]);
+    const allReadyMs = now() - t0;
+    const t1 = now();
+    c.kubectl(['delete', 'namespace', ns, '--wait=false']);
+    await waitFor(
+      `the pods of ${ns} gone`,
+      () => (c.kubectl(['get', 'pods', '-n', ns, '-o', 'name']).trim() === '' ? true : undefined),
+      600_000,
+      250,
+    );
+    return { allReadyMs, readyMs, teardownMs: now() - t1 };
+  } finally {
+    watch.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  // a report file without its markers fails now, not after the clusters' minutes
+  if (REPORT) rewriteReport(await fsp.readFile(path.resolve(REPORT), 'utf8'), '', REPORT, MARKERS);
+  const bins = kubeBinaries([...CONTROL_PLANE, ...(RUNTIMES.includes('cri-dockerd') ? ['cri-dockerd'] : [])]);
+  const results = new Map<string, BurstFigures[]>();
+  let seq = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? RUNTIMES : [...RUNTIMES].reverse();
+    for (const runtime of order) {
+      const c = await startCluster({ runtime, bins, images: [BUSYBOX, PAUSE] });
+      try {
+        for (const n of SIZES) {
+          const f = await burst(c, n, ++seq);
+          process.stderr.write(
+            `round ${round + 1} ${runtime} ${n} pods: all Ready ${(f.allReadyMs / 1000).toFixed(1)} s, ` +
+              `p90 ${(pct(f.readyMs, 90) / 1000).toFixed(1)} s, teardown ${(f.teardownMs / 1000).toFixed(1)} s\n`,
+          );
+          const key = `${runtime} ${n}`;
+          results.set(key, [...(results.get(key) ?? []), f]);
+        }
+      } finally {
+        await c.stop();
+      }
+    }
+  }
+  const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  const best = (fs: BurstFigures[], key: (f: BurstFigures) => number): number => Math.min(...fs.map(key));
+  const rows = SIZES.flatMap((n) =>
+    RUNTIMES.map((runtime) => {
+      const fs = results.get(`${runtime} ${n}`) ?? [];
+      return [
+        `${n}`,
+        runtime,
+        s(best(fs, (f) => f.allReadyMs)),
+        s(best(fs, (f) => pct(f.readyMs, 50))),
+        s(best(fs, (f) => pct(f.readyMs, 90))),
+        s(best(fs, (f) => f.teardownMs)),
+        fs.map((f) => s(f.allReadyMs)).join(', '),
+      ];
+    }),
+  );
+  const command = ['npm run bench:kubelet-burst --', ...process.argv.slice(2).filter((a) => !a.startsWith('--report'))];
+  const out = [
+    `Best of ${ROUNDS} alternating rounds, ${new Date().toISOString().slice(0, 16)}Z, \`${command.join(' ')}\`:`,
+    '',
+    table(['pods', 'runtime', 'all Ready', 'p50', 'p90', 'teardown', 'all Ready, each round'], rows),
+  ].join('\n');
+  process.stdout.write(out + '\n');
+  if (REPORT) {
+    const file = path.resolve(REPORT);
+    const existing = await fsp.readFile(file, 'utf8');
+    await fsp.writeFile(file, rewriteReport(existing, `${MARKERS.begin}\n\n${out}\n\n${MARKERS.end}`, REPORT, MARKERS));
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`kubelet-burst failed: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
