@@ -238,7 +238,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   ]);
 
   const criDockerd = opts.runtime === 'cri-dockerd' ? opts.bins.path('cri-dockerd') : undefined;
-  if (criDockerd && !executable(criDockerd)) throw new Error(`${criDockerd} is missing: build cri-dockerd into KUBE_BIN_DIR`);
+  if (criDockerd && !executable(criDockerd))
+    throw new Error(`${criDockerd} is missing: build cri-dockerd into KUBE_BIN_DIR`);
   const runtime = await startRuntime(opts.runtime, path.join(dir, 'runtime'), opts.registries, criDockerd);
   importImages(runtime, opts.images ?? []);
   // pods resolve names against the node's loopback: no query leaves this machine
