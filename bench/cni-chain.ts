@@ -42,9 +42,10 @@ function runPlugin(command: 'ADD' | 'DEL', type: string, env: Record<string, str
   });
 }
 
+/** pid 0: no netns (allowed for DEL), when the pause process is gone and its pid may be another's. */
 const pluginEnv = (sandboxId: string, pid: number): Record<string, string> => ({
   CNI_CONTAINERID: sandboxId,
-  CNI_NETNS: `/proc/${pid}/ns/net`,
+  CNI_NETNS: pid > 0 ? `/proc/${pid}/ns/net` : '',
   CNI_IFNAME: 'eth0',
 });
 

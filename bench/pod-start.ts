@@ -187,6 +187,8 @@ interface FloorPod {
   pause: string;
   app: string;
   pid: number;
+  /** Torn down already: its pause pid may belong to another process by now. */
+  gone?: boolean;
 }
 
 /** The same pods made with Docker's and the CNI plugins' own calls, nothing in between. */
@@ -261,10 +263,11 @@ async function floorTeardown(docker: Docker, conf: ConfList, pods: FloorPod[]): 
     pods.map(async (p) => {
       await Promise.all([
         p.app ? stopQuietly(docker, p.app, 0) : undefined,
-        p.pid ? cniDel(conf, p.pause, p.pid) : undefined,
+        p.pause ? cniDel(conf, p.pause, p.pid) : undefined,
       ]);
       await stopQuietly(docker, p.pause, 10);
       await Promise.all([p.pause, p.app].filter(Boolean).map((id) => docker.getContainer(id).remove({ force: true })));
+      p.gone = true;
     }),
   );
   return now() - t0;
@@ -272,10 +275,15 @@ async function floorTeardown(docker: Docker, conf: ConfList, pods: FloorPod[]): 
 
 /** Removes whatever a failed floor burst left, without timing it. */
 async function floorCleanup(docker: Docker, conf: ConfList, pods: FloorPod[]): Promise<void> {
-  await floorTeardown(docker, conf, pods).catch(() => undefined);
-  const left = await docker.listContainers({ all: true, filters: { label: ['crishim-bench=pod-start-floor'] } });
+  // no netns for the DEL: a pause process that is gone may have left its pid to another
+  const left = pods.filter((p) => !p.gone).map((p) => ({ ...p, pid: 0 }));
+  await floorTeardown(docker, conf, left).catch(() => undefined);
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: ['crishim-bench=pod-start-floor'] },
+  });
   await Promise.all(
-    left.map((c) =>
+    containers.map((c) =>
       docker
         .getContainer(c.Id)
         .remove({ force: true })
