@@ -150,7 +150,7 @@ async function createPauseContainer(
 }
 
 export function runPodSandbox(deps: ServiceDeps) {
-  const sandboxImage = new SandboxImageCheck(deps.docker);
+  const sandboxImage = new SandboxImageCheck(deps);
   return async (req: Request, ctx: CallContext): Promise<RuntimeRes<'RunPodSandbox'>> => {
     const requested = validateConfig(req);
     checkOwnPorts(deps.ownPorts, requested);

@@ -24,12 +24,13 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
 export class SandboxImageCheck {
   private readonly checks = new Map<string, Promise<void>>();
 
-  constructor(private readonly docker: Pick<DockerEngine, 'inspectImage' | 'pullImage'>) {}
+  /** `deps.docker` is read at each check, not here: the service is built before it may be used. */
+  constructor(private readonly deps: { docker: Pick<DockerEngine, 'inspectImage' | 'pullImage'> }) {}
 
   ensure(image: string, opts: { signal?: AbortSignal; logger: Logger }): Promise<void> {
     let check = this.checks.get(image);
     if (!check) {
-      check = ensureImage(this.docker, image, { logger: opts.logger });
+      check = ensureImage(this.deps.docker, image, { logger: opts.logger });
       this.checks.set(image, check);
       // a failed check is not remembered: the next pod tries again
       check.catch(() => {

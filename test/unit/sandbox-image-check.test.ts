@@ -32,7 +32,7 @@ function engine(present = true) {
 describe('the sandbox image check', () => {
   it('a burst of pods shares one inspect, and later pods make none', async () => {
     const e = engine();
-    const check = new SandboxImageCheck(e.docker);
+    const check = new SandboxImageCheck(e);
     const burst = Array.from({ length: 30 }, () => check.ensure(PAUSE, { logger }));
     e.release();
     await Promise.all(burst);
@@ -42,7 +42,7 @@ describe('the sandbox image check', () => {
 
   it('an absent image is pulled once for the whole burst', async () => {
     const e = engine(false);
-    const check = new SandboxImageCheck(e.docker);
+    const check = new SandboxImageCheck(e);
     const burst = Array.from({ length: 5 }, () => check.ensure(PAUSE, { logger }));
     e.release();
     await Promise.all(burst);
@@ -51,7 +51,7 @@ describe('the sandbox image check', () => {
 
   it('one caller giving up fails only its own wait, not the others sharing the check', async () => {
     const e = engine();
-    const check = new SandboxImageCheck(e.docker);
+    const check = new SandboxImageCheck(e);
     const ac = new AbortController();
     const gaveUp = check.ensure(PAUSE, { logger, signal: ac.signal });
     const other = check.ensure(PAUSE, { logger });
@@ -66,12 +66,14 @@ describe('the sandbox image check', () => {
     let fail = true;
     let inspects = 0;
     const check = new SandboxImageCheck({
-      inspectImage: async () => {
-        inspects++;
-        if (fail) throw new DomainError('unavailable', 'docker is restarting');
-        return { Id: 'sha256:' + 'ab'.repeat(32), RepoTags: [PAUSE], RepoDigests: [], Size: 1, Created: '' };
+      docker: {
+        inspectImage: async () => {
+          inspects++;
+          if (fail) throw new DomainError('unavailable', 'docker is restarting');
+          return { Id: 'sha256:' + 'ab'.repeat(32), RepoTags: [PAUSE], RepoDigests: [], Size: 1, Created: '' };
+        },
+        pullImage: async () => undefined,
       },
-      pullImage: async () => undefined,
     });
     await expect(check.ensure(PAUSE, { logger })).rejects.toThrow('docker is restarting');
     fail = false;
