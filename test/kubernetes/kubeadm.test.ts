@@ -31,6 +31,10 @@ let dir: string;
 let rt: Runtime;
 let kubelet: Daemon | undefined;
 let addedAdvertise = false;
+/** kubeadm init ran: a test that fails after it must still reset, or the control plane stays up. */
+let initRan = false;
+/** crictl, which kubeadm 1.26 drives the runtime with, comes from the same folder. */
+const kubeadmEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PATH: `${bins.dir}:${process.env.PATH ?? ''}` });
 
 const ip = (args: string[]): string => execFileSync('ip', args, { encoding: 'utf8' });
 
@@ -128,6 +132,17 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kubelet?.stop();
+  if (initRan && existsSync('/etc/kubernetes/manifests/kube-apiserver.yaml')) {
+    try {
+      execFileSync(bins.path('kubeadm'), ['reset', '-f', `--cri-socket=${rt.endpoint}`], {
+        env: kubeadmEnv(),
+        stdio: 'ignore',
+        timeout: 180_000,
+      });
+    } catch (err) {
+      console.warn(`kubeadm reset after a failed test failed: ${String(err)}`);
+    }
+  }
   await rt?.stop();
   execFileSync('sh', ['-c', `ip link del ${rt.cni.bridge} 2>/dev/null || true`]);
   if (addedAdvertise) ip(['addr', 'del', `${ADVERTISE}/32`, 'dev', 'lo']);
@@ -137,8 +152,8 @@ afterAll(async () => {
 it('kubeadm init brings the control plane up as static pods on crishim; kubeadm reset removes them', async () => {
   const cfg = path.join(dir, 'kubeadm.yaml');
   await fsp.writeFile(cfg, initConfig(rt.endpoint, NODE));
-  // crictl, which kubeadm 1.26 drives the runtime with, comes from the same folder
-  const env = { ...process.env, PATH: `${bins.dir}:${process.env.PATH ?? ''}` };
+  const env = kubeadmEnv();
+  initRan = true;
   const init = spawn(
     bins.path('kubeadm'),
     [
