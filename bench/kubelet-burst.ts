@@ -146,7 +146,7 @@ async function main(): Promise<void> {
           const f = await burst(c, n, ++seq);
           process.stderr.write(
             `round ${round + 1} ${runtime} ${n} pods: all Ready ${allReady(f, n)}, ` +
-              `teardown ${(f.teardownMs / 1000).toFixed(1)} s\n`,
+              `teardown ${secs(f.teardownMs)}\n`,
           );
           const key = `${runtime} ${n}`;
           results.set(key, [...(results.get(key) ?? []), f]);
@@ -157,12 +157,9 @@ async function main(): Promise<void> {
     }
   }
   // the best round is the one all Ready soonest; a round that never got there counts last
+  const readyOrLast = (f: BurstFigures): number => (Number.isFinite(f.allReadyMs) ? f.allReadyMs : Infinity);
   const bestOf = (fs: BurstFigures[]): BurstFigures | undefined =>
-    [...fs].sort(
-      (a, b) =>
-        (Number.isFinite(a.allReadyMs) ? a.allReadyMs : Infinity) -
-        (Number.isFinite(b.allReadyMs) ? b.allReadyMs : Infinity),
-    )[0];
+    [...fs].sort((a, b) => readyOrLast(a) - readyOrLast(b))[0];
   // percentiles of a burst that did not finish would flatter it: only finished bursts have them
   const p = (f: BurstFigures | undefined, q: number): string =>
     f && Number.isFinite(f.allReadyMs) ? secs(pct(f.readyMs, q)) : '-';
