@@ -114,6 +114,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // List and Status read this view; crishim's own Docker requests have what they touch re-inspected at once
   const state = createStateStore(instrumented, logger);
   const docker = observeMutations(instrumented, {
+    changing: (ref) => state.changing(ref),
     changed: (ref, brings) => state.reinspect(ref, brings),
     removed: (ref) => state.removed(ref),
   });

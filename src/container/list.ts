@@ -1,6 +1,6 @@
 import type { RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
-import type { ContainerInfo, StateStore } from '../state/store';
+import { STATUS_READ, type ContainerInfo, type StateStore } from '../state/store';
 import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import { containerMetadata, criState } from './status';
 import { CREATED_LABEL, matchesSelector, SANDBOX_ID_LABEL, splitLabels, TYPE_CONTAINER, TYPE_LABEL } from '../labels';
@@ -33,7 +33,7 @@ const isContainer = (c: ContainerInfo): boolean => c.Config.Labels?.[TYPE_LABEL]
 let lastFromView: { containers: readonly ContainerInfo[]; items: CriContainer[] } | undefined;
 
 async function allFromView(state: StateStore): Promise<CriContainer[]> {
-  const containers = await state.list();
+  const containers = await state.list(STATUS_READ);
   if (lastFromView?.containers !== containers)
     lastFromView = { containers, items: containers.filter(isContainer).map(summaryOf).map(fromDocker) };
   return lastFromView.items;

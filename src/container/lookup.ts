@@ -4,13 +4,15 @@ import type { CallContext } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
 import { TYPE_CONTAINER, TYPE_LABEL } from '../labels';
 import { findAnyContainer } from '../state/lookup';
+import type { ReadOptions } from '../state/store';
 
 /** Inspects a CRI container (id or unique prefix); undefined when Docker has none of ours. */
 export async function findContainer(
   deps: Pick<ServiceDeps, 'docker' | 'state'>,
   id: string,
+  opts?: ReadOptions,
 ): Promise<Docker.ContainerInspectInfo | undefined> {
-  const info = await findAnyContainer(deps, id);
+  const info = await findAnyContainer(deps, id, opts);
   if (!info) return undefined;
   return info.Config.Labels?.[TYPE_LABEL] === TYPE_CONTAINER ? info : undefined;
 }
@@ -18,8 +20,9 @@ export async function findContainer(
 export async function mustFindContainer(
   deps: Pick<ServiceDeps, 'docker' | 'state'>,
   id: string,
+  opts?: ReadOptions,
 ): Promise<Docker.ContainerInspectInfo> {
-  const info = await findContainer(deps, id);
+  const info = await findContainer(deps, id, opts);
   if (!info) throw notFound(`container ${id}`);
   return info;
 }

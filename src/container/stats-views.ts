@@ -2,6 +2,7 @@ import type * as Docker from '../docker/types';
 import type { RuntimeReq } from '../server/rpc';
 import { createStatsCollector, type StatsCollector } from '../stats/collector';
 import type { ServiceDeps } from '../service-deps';
+import { STATUS_READ } from '../state/store';
 import { listContainers } from './list';
 import { listSandboxes } from '../sandbox/list';
 import type { ContainerView, PodView } from '../cri/stats-convert';
@@ -55,7 +56,7 @@ export function createStatsViews(
    */
   const inspects = async (): Promise<Map<string, Docker.ContainerInspectInfo>> => {
     if (!deps.state) return new Map();
-    const list = await deps.state.list();
+    const list = await deps.state.list(STATUS_READ);
     if (indexed?.list !== list) indexed = { list, byId: new Map(list.map((info) => [info.Id, info])) };
     return indexed.byId;
   };

@@ -3,6 +3,7 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
 import type { LogManager } from '../logs/log-manager';
 import { mustFindContainer } from '../container/lookup';
+import { STATUS_READ } from '../state/store';
 import type { RunningFacts, RunningFactsCache } from '../container/running-facts';
 import { checkId } from '../cri/validation';
 import { sandboxIdOf, statusFromInspect } from '../container/status';
@@ -25,7 +26,7 @@ export function containerStatus(
 ) {
   return async (req: RuntimeReq<'ContainerStatus'>, ctx: CallContext): Promise<RuntimeRes<'ContainerStatus'>> => {
     const id = checkId('container_id', req.container_id);
-    const info = await mustFindContainer(deps, id);
+    const info = await mustFindContainer(deps, id, STATUS_READ);
     ctx.annotate({ containerId: info.Id, podSandboxId: sandboxIdOf(info) });
     // a client that sees EXITED reads the log next (kubectl logs, critest): let the copy finish first
     if (info.State.Status === 'exited') await logs?.drained(info.Id, LOG_DRAIN_MS);

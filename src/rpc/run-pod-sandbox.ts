@@ -236,8 +236,12 @@ export function runPodSandbox(deps: ServiceDeps) {
         annotations: config.annotations,
       },
     };
+    // the view's inspect of the created container (already asked for) lands before the start, which
+    // holds Docker's inspect for seconds: status reads meanwhile answer from it (ReadOptions)
+    const known = deps.state?.get(id).catch(() => undefined);
     await step('write checkpoint', () => deps.checkpoints.write(id, checkpoint));
     rollback.add(`remove checkpoint ${id}`, () => deps.checkpoints.remove(id));
+    await known;
     deps.crashAt?.('sandbox:after-checkpoint');
 
     // (d) start it

@@ -1,6 +1,6 @@
 import type { RuntimeReq, RuntimeRes } from '../server/rpc';
 import type { ServiceDeps } from '../service-deps';
-import type { ContainerInfo, StateStore } from '../state/store';
+import { STATUS_READ, type ContainerInfo, type StateStore } from '../state/store';
 import { memoized, summaryOf, type ListedContainer } from '../state/summary';
 import {
   CREATED_LABEL,
@@ -80,7 +80,7 @@ let lastFromView:
   { containers: readonly ContainerInfo[]; checkpointIds: readonly string[]; items: PodSandbox[] } | undefined;
 
 async function allFromView(deps: ServiceDeps, state: StateStore): Promise<PodSandbox[]> {
-  const containers = await state.list();
+  const containers = await state.list(STATUS_READ);
   const checkpointIds = await deps.checkpoints.list();
   if (lastFromView?.containers === containers && lastFromView.checkpointIds === checkpointIds)
     return lastFromView.items;

@@ -4,6 +4,7 @@ import type { ServiceDeps } from '../service-deps';
 import { ATTEMPT_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { parseName } from '../cri/naming';
 import { findAnyContainer } from '../state/lookup';
+import type { ReadOptions } from '../state/store';
 
 /** A sandbox as crishim knows it: its pause container, its checkpoint, or both. */
 export interface SandboxRecord {
@@ -37,8 +38,12 @@ export function isSandboxContainer(labels: Record<string, string> | undefined): 
 }
 
 /** Resolves a sandbox id (or unique prefix) through Docker, then the checkpoints; undefined when unknown. */
-export async function findSandbox(deps: ServiceDeps, idOrPrefix: string): Promise<SandboxRecord | undefined> {
-  const container = await findAnyContainer(deps, idOrPrefix);
+export async function findSandbox(
+  deps: ServiceDeps,
+  idOrPrefix: string,
+  opts?: ReadOptions,
+): Promise<SandboxRecord | undefined> {
+  const container = await findAnyContainer(deps, idOrPrefix, opts);
   if (container) {
     if (!isSandboxContainer(container.Config.Labels)) return undefined;
     return { id: container.Id, container, checkpoint: await deps.checkpoints.read(container.Id) };

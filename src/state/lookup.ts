@@ -1,5 +1,5 @@
 import type { DockerEngine } from '../docker/engine';
-import type { ContainerInfo, StateStore } from './store';
+import type { ContainerInfo, ReadOptions, StateStore } from './store';
 
 /**
  * Inspects any container (id or unique prefix; a pause container too) from the view when there
@@ -8,6 +8,7 @@ import type { ContainerInfo, StateStore } from './store';
 export function findAnyContainer(
   deps: { docker: DockerEngine; state?: StateStore },
   ref: string,
+  opts?: ReadOptions,
 ): Promise<ContainerInfo | undefined> {
-  return deps.state ? deps.state.get(ref) : deps.docker.findContainer(ref);
+  return deps.state ? deps.state.get(ref, opts) : deps.docker.findContainer(ref);
 }

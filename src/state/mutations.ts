@@ -3,6 +3,8 @@ import type * as Docker from '../docker/types';
 
 /** What crishim's own Docker calls did to a container, told before the caller sees the answer. */
 export interface MutationListener {
+  /** A call on `ref` goes to Docker; the returned function is called at its answer, before `changed`. */
+  changing(ref: string): () => void;
   /** `ref` may have changed; `brings` are the events the call made Docker send (none when it failed). */
   changed(ref: string, brings: readonly string[]): void;
   /** crishim removed `ref`. */
@@ -31,18 +33,33 @@ const CHANGING_CALLS = {
 export function observeMutations(inner: DockerEngine, listener: MutationListener): DockerEngine {
   const outer: DockerEngine = Object.create(inner) as DockerEngine;
   // a failed call brings no events: whatever came of it is inspected
-  const told = (id: string, call: Promise<void>, succeeded: () => void): Promise<void> =>
-    call.then(succeeded, (err: unknown) => {
+  const told = async (id: string, call: () => Promise<void>, succeeded: () => void): Promise<void> => {
+    const answered = listener.changing(id);
+    try {
+      await call();
+    } catch (err) {
+      answered();
       listener.changed(id, []);
       throw err;
-    });
+    }
+    answered();
+    succeeded();
+  };
   for (const [name, brings] of Object.entries(CHANGING_CALLS)) {
     const fn = inner[name as keyof typeof CHANGING_CALLS] as (id: string, ...rest: unknown[]) => Promise<void>;
     (outer as unknown as Record<string, unknown>)[name] = (id: string, ...rest: unknown[]): Promise<void> =>
-      told(id, fn.call(inner, id, ...rest), () => listener.changed(id, brings));
+      told(
+        id,
+        () => fn.call(inner, id, ...rest),
+        () => listener.changed(id, brings),
+      );
   }
   outer.removeContainer = (id: string, opts?: RemoveOptions): Promise<void> =>
-    told(id, inner.removeContainer(id, opts), () => listener.removed(id));
+    told(
+      id,
+      () => inner.removeContainer(id, opts),
+      () => listener.removed(id),
+    );
   outer.createContainer = async (spec: Docker.ContainerCreateOptions, opts: CreateOptions = {}): Promise<string> => {
     const id = await inner.createContainer(spec, { ...opts, onConflict: withRemovalReport(opts.onConflict, listener) });
     listener.changed(id, ['create']);

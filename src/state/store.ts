@@ -1,51 +1,12 @@
-import type * as Docker from '../docker/types';
 import type { DockerEngine } from '../docker/engine';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
 import { brought, CHANGING_EVENTS, HeardOnce, wasBrought, type Brought } from './docker-events';
 import { BoundedSet } from './bounded-set';
+import type { ContainerInfo, ReadOptions, StateStore } from './view';
 
-export type ContainerInfo = Docker.ContainerInspectInfo;
-
-/**
- * crishim's in-memory view of its sandboxes and containers (every Docker
- * container carrying the CRI type label): the last inspect of each, so List and
- * Status answer without asking Docker.
- *
- * It is kept right by invalidation, not by replaying events: anything that may
- * have changed a container (crishim's own request, a Docker event, a resync
- * that sees a different state) marks its entry stale; the next read that
- * returns it re-inspects it first. So the view is never older than the event
- * lag, whatever order events arrive in, and a lost or replayed event costs at
- * most one inspect, never a wrong answer. An event's inspect waits for a read:
- * a pod's start or stop brings several events, and one inspect after them all
- * answers for every one. crishim's own calls re-inspect at once, as the next
- * call reads what they changed; their own events need no inspect then (Brought).
- */
-export interface StateStore {
-  /**
-   * Every tracked container, each current up to the event lag. Fails like Docker when the view
-   * cannot be synchronised. The same array until a container changes, so derived answers can be
-   * kept per array: never mutate it.
-   */
-  list(): Promise<readonly ContainerInfo[]>;
-  /** A container by full id or unique prefix; Docker is asked when the view does not know it. */
-  get(ref: string): Promise<ContainerInfo | undefined>;
-  /** A Docker event the events hub's subscription delivered, maybe before the view's own: acted on once for both. */
-  heard(ev: DockerEvent): void;
-  /**
-   * Marks a container (id, prefix or name) as changed by crishim's own call and re-inspects it at
-   * once: its caller (and the kubelet) reads it next, so the inspect runs in the gap before that
-   * read, not in it. `brings`: the event actions the call made Docker send (see Brought).
-   */
-  reinspect(ref: string, brings?: readonly string[]): void;
-  /** crishim removed it: dropped from the view with no inspect (Docker never reuses an id). */
-  removed(ref: string): void;
-  /** Lists our containers and re-inspects those whose state differs (`full`: all of them). */
-  resync(full?: boolean): Promise<void>;
-  close(): void;
-}
+export { STATUS_READ, type ContainerInfo, type ReadOptions, type StateStore } from './view';
 
 export interface StoreOptions {
   /** The safety-net resync period; a missed event is corrected within it at worst. */
@@ -65,6 +26,14 @@ interface Entry {
   error?: Error;
   /** The events crishim's last call on it brought, which change nothing its re-inspect missed. */
   brings?: Brought;
+  /** crishim's own calls on it still waiting for Docker's answer. */
+  calls: number;
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 const isOurs = (info: ContainerInfo): boolean => info.Config?.Labels?.[TYPE_LABEL] !== undefined;
@@ -92,6 +61,8 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   // removed ones, so a read of one (the kubelet's, the events hub's) needs no inspect; an event or a
   // list naming one still tracks it until an inspect, so a removal taken wrongly would heal
   const gone = new BoundedSet(GONE_KEPT);
+  /** Settled when an own call begins on a container none was changing: relaxed reads look again. */
+  let callBegan = deferred();
   let forgets = 0; // a lookup's answer across a forget of its container may predate the removal: not tracked
 
   const isCurrent = (e: Entry): boolean => e.doneGen === e.gen;
@@ -139,7 +110,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   const invalidateId = (id: string, now = false, brings?: readonly string[]): void => {
     let e = entries.get(id);
     if (!e) {
-      e = { id, gen: 0, doneGen: 0 };
+      e = { id, gen: 0, doneGen: 0, calls: 0 };
       entries.set(id, e);
     }
     e.gen++;
@@ -167,7 +138,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     const since = forgets;
     const p = docker.findContainer(ref).then((info) => {
       if (info && isOurs(info) && !entries.has(info.Id) && !(forgets !== since && gone.has(info.Id))) {
-        entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1 });
+        entries.set(info.Id, { id: info.Id, info, gen: 1, doneGen: 1, calls: 0 });
         listed = undefined;
       }
       return info;
@@ -212,14 +183,22 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     return syncing;
   };
 
-  /** Waits until the view is synchronised and every entry (or the one asked for) is current. */
-  const settle = async (only?: Entry): Promise<void> => {
+  /**
+   * Waits until the view is synchronised and every entry (or the one asked for) is current, but
+   * for those an own call is changing when `opts.beforeOwnCalls`.
+   */
+  const settle = async (only?: Entry, opts: ReadOptions = {}): Promise<void> => {
     if (!synced) await resync(true);
     else if (!subscribed) await resync(false);
-    for (let pass = 0; pass < 5; pass++) {
-      const waiting = only ? (isCurrent(only) ? [] : [only]) : [...stale];
+    const due = (e: Entry): boolean => !isCurrent(e) && !(opts.beforeOwnCalls && e.calls > 0);
+    for (let pass = 0; pass < 5;) {
+      const waiting = only ? (due(only) ? [only] : []) : [...stale].filter(due);
       if (waiting.length === 0 && (only || pending.size === 0)) return;
-      await Promise.all([...waiting.map(refresh), ...(only ? [] : [...pending])]);
+      const round = Promise.all([...waiting.map(refresh), ...(only ? [] : [...pending])]).then(() => false);
+      // a call that begins on one of them (a start right after its create) may hold its inspect for seconds
+      if (opts.beforeOwnCalls && (await Promise.race([round, callBegan.promise.then(() => true)]))) continue;
+      await round;
+      pass++;
       const failed = waiting.find((e) => !isCurrent(e) && e.error);
       if (failed?.error) throw failed.error;
     }
@@ -266,25 +245,43 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
     timer.unref();
   }
 
+  const changing = (ref: string): (() => void) => {
+    const e = entries.get(resolve(ref) ?? '');
+    if (!e) return () => undefined;
+    if (e.calls++ === 0) {
+      callBegan.resolve();
+      callBegan = deferred();
+    }
+    let ended = false;
+    return () => {
+      if (!ended) e.calls--;
+      ended = true;
+    };
+  };
+
   return {
-    async list() {
-      await settle();
+    async list(opts) {
+      await settle(undefined, opts);
       if (listed) return listed;
       const out: ContainerInfo[] = [];
       for (const e of entries.values()) if (e.info) out.push(e.info);
       return (listed = out);
     },
-    async get(ref) {
-      if (!synced || !subscribed) await settle();
+    async get(ref, opts = {}) {
+      if (!synced || !subscribed) await settle(undefined, opts);
       const id = resolve(ref);
       const e = id ? entries.get(id) : undefined;
       if (!e) return gone.has(ref) ? undefined : lookUp(ref);
-      await settle(e);
+      // one never inspected has nothing from before a call to answer with
+      const relaxed = e.info ? opts : {};
+      await settle(e, relaxed);
+      if (relaxed.beforeOwnCalls && e.calls > 0) return e.info;
       if (!isCurrent(e) && e.error) throw e.error;
       // gone while we waited: the entry was dropped
       return entries.get(id ?? '') === e ? e.info : undefined;
     },
     heard: onEvent,
+    changing,
     reinspect,
     removed(ref) {
       // crishim removes by id; a ref the view cannot resolve is dropped at its destroy event

@@ -174,6 +174,10 @@ describe('observeMutations', () => {
     const leftover = e.addContainer(inspectInfo({ Name: '/n' }));
     const told: string[] = [];
     const engine = observeMutations(e, {
+      changing: (ref) => {
+        told.push(`changing ${ref}`);
+        return () => told.push(`answered ${ref}`);
+      },
       changed: (ref, brings) => told.push(`changed ${ref} [${brings.join(' ')}]`),
       removed: (ref) => told.push(`removed ${ref}`),
     });
@@ -184,14 +188,25 @@ describe('observeMutations', () => {
     await expect(engine.killContainer('nope')).rejects.toMatchObject({ kind: 'not-found' });
     await expect(engine.removeContainer('nope')).rejects.toMatchObject({ kind: 'not-found' });
     await engine.removeContainer(id, { force: true });
-    // a failed call brings no events: whatever comes of it is inspected
+    // a failed call brings no events: whatever comes of it is inspected; a call on a known
+    // container is told before it goes to Docker and at its answer, before what it changed
     expect(told).toEqual([
       `removed ${leftover}`,
       `changed ${id} [create]`,
+      `changing ${id}`,
+      `answered ${id}`,
       `changed ${id} [start]`,
+      `changing ${id}`,
+      `answered ${id}`,
       `changed ${id} [die stop]`,
+      'changing nope',
+      'answered nope',
       'changed nope []',
+      'changing nope',
+      'answered nope',
       'changed nope []',
+      `changing ${id}`,
+      `answered ${id}`,
       `removed ${id}`,
     ]);
   });

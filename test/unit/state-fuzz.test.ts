@@ -176,6 +176,7 @@ async function scenario(seed: number): Promise<string[]> {
   const d = sim(rand);
   const store = createStateStore(d.engine, logger, { resyncMs: 37 });
   const docker = observeMutations(d.engine, {
+    changing: (ref) => store.changing(ref),
     changed: (ref, brings) => store.reinspect(ref, brings),
     removed: (ref) => store.removed(ref),
   });
@@ -211,7 +212,7 @@ async function scenario(seed: number): Promise<string[]> {
       for (const id of snapshot) {
         const alive = d.containers.has(id);
         try {
-          const info = await store.get(id);
+          const info = await store.get(id, { beforeOwnCalls: rand() < 0.5 });
           if (!info && alive && d.containers.has(id))
             problems.push(
               `seed ${seed}: get(${id.slice(0, 16)}) undefined, Docker has it ${d.containers.get(id)?.state}`,
@@ -220,7 +221,7 @@ async function scenario(seed: number): Promise<string[]> {
           /* unreachable */
         }
       }
-      if (rand() < 0.3) await store.list().catch(() => undefined);
+      if (rand() < 0.3) await store.list({ beforeOwnCalls: rand() < 0.5 }).catch(() => undefined);
     }
   };
   const chaos = async () => {

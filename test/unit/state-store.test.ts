@@ -404,6 +404,65 @@ describe('state store', () => {
     expect((await store.list()).map((c) => c.Id[0])).toEqual(['b']);
   });
 
+  it('answers a status read from before crishim’s own call while Docker holds the inspect; others wait', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'created');
+    store = await followingStore(d);
+    const relaxed = { beforeOwnCalls: true };
+    // dockerd holds a container's inspect while its start runs, and sends the start event first
+    const open = d.gate();
+    const answered = store.changing(hex('a'));
+    d.containers.get(hex('a'))!.state = 'running';
+    await emitRead(d, hex('a'), 'start');
+    expect((await store.list(relaxed)).map((c) => c.State.Status)).toEqual(['created']);
+    expect((await store.get(hex('a'), relaxed))?.State.Status).toBe('created');
+    let strict: string | undefined;
+    const waiting = store.get(hex('a')).then((i) => (strict = i?.State.Status));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(strict).toBeUndefined();
+    // the start answers: every read now waits for its re-inspect
+    answered();
+    store.reinspect(hex('a'), ['start']);
+    const relaxedAfter = store.list(relaxed);
+    open();
+    await waiting;
+    expect(strict).toBe('running');
+    expect((await relaxedAfter).map((c) => c.State.Status)).toEqual(['running']);
+  });
+
+  it('lets a relaxed read go when a call begins on the container whose inspect it waits for', async () => {
+    const d = fakeDocker();
+    d.add(hex('a'), 'created');
+    store = await followingStore(d);
+    const open = d.gate();
+    store.reinspect(hex('a'), ['create']); // its inspect is held...
+    let listed: string[] | undefined;
+    const list = store.list({ beforeOwnCalls: true }).then((l) => (listed = l.map((c) => c.State.Status)));
+    const got = store.get(hex('a'), { beforeOwnCalls: true });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(listed).toBeUndefined();
+    const answered = store.changing(hex('a')); // ...by the start that comes next
+    await list;
+    expect(listed).toEqual(['created']);
+    expect((await got)?.State.Status).toBe('created');
+    answered();
+    open();
+  });
+
+  it('leaves a container never inspected out of a relaxed list, and a relaxed get waits for it', async () => {
+    const d = fakeDocker();
+    store = await followingStore(d);
+    const open = d.gate();
+    d.add(hex('b'), 'created');
+    store.reinspect(hex('b'), ['create']); // crishim created it...
+    const answered = store.changing(hex('b')); // ...and starts it at once
+    expect(await store.list({ beforeOwnCalls: true })).toEqual([]);
+    const got = store.get(hex('b'), { beforeOwnCalls: true });
+    open();
+    answered();
+    expect((await got)?.Id).toBe(hex('b'));
+  });
+
   it('discards an inspect answer that predates a later change', async () => {
     const d = fakeDocker();
     d.add(hex('a'), 'created');
