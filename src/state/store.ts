@@ -196,8 +196,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
       if (waiting.length === 0 && (only || pending.size === 0)) return;
       const round = Promise.all([...waiting.map(refresh), ...(only ? [] : [...pending])]).then(() => false);
       // a call that begins on one of them (a start right after its create) may hold its inspect for seconds
-      if (opts.beforeOwnCalls && (await Promise.race([round, callBegan.promise.then(() => true)]))) continue;
-      await round;
+      if (await (opts.beforeOwnCalls ? Promise.race([round, callBegan.promise.then(() => true)]) : round)) continue;
       pass++;
       const failed = waiting.find((e) => !isCurrent(e) && e.error);
       if (failed?.error) throw failed.error;
