@@ -33,6 +33,49 @@ const MAX_FRAME = 16384;
 
 const VALID_AUTHORITY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%[\]]*$/;
 
+/** Bytes of an HPACK integer with an N-bit prefix (RFC 7541 5.1). */
+function hpackIntLength(value: number, prefixBits: number): number {
+  const max = (1 << prefixBits) - 1;
+  let n = 1;
+  if (value >= max) for (value -= max, n++; value >= 0x80; value >>>= 7) n++;
+  return n;
+}
+
+/** Writes an HPACK integer at `at`, its first byte carrying `flags` above the prefix; returns the next offset. */
+function writeHpackInt(buf: Buffer, at: number, value: number, prefixBits: number, flags: number): number {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) {
+    buf[at++] = flags | value;
+    return at;
+  }
+  buf[at++] = flags | max;
+  for (value -= max; value >= 0x80; value >>>= 7) buf[at++] = (value & 0x7f) | 0x80;
+  buf[at++] = value;
+  return at;
+}
+
+/**
+ * A header block of literals that touch no HPACK table (RFC 7541 6.2.2 and 6.2.3): nothing is
+ * indexed or Huffman-coded, so no encoder state is kept and nghttp2's table stays as it is.
+ * Strings are written as bytes (latin1), as hpack.js's decoder read them.
+ */
+export function literalHeaderBlock(headers: readonly hpack.Header[]): Buffer {
+  let size = 0;
+  for (const h of headers)
+    size += 1 + hpackIntLength(h.name.length, 7) + h.name.length + hpackIntLength(h.value.length, 7) + h.value.length;
+  const buf = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const h of headers) {
+    // 0x10: never indexed (a proxy must keep that flag); 0x00: without indexing; the name a literal
+    buf[at++] = h.neverIndex ? 0x10 : 0x00;
+    for (const str of [h.name, h.value]) {
+      at = writeHpackInt(buf, at, str.length, 7, 0);
+      at += buf.write(str, at, 'latin1');
+    }
+  }
+  return buf;
+}
+
 function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
   const h = Buffer.alloc(FRAME_HEADER);
   h.writeUIntBE(payload.length, 0, 3);
@@ -60,7 +103,6 @@ export class AuthorityRewriter {
   private queued = 0;
   private prefaceDone = false;
   private readonly decoder = hpack.decompressor.create({ table: { size: TABLE_SIZE } });
-  private readonly encoder = hpack.compressor.create({ table: { size: TABLE_SIZE } });
   private pending?: {
     streamId: number;
     flags: number;
@@ -184,17 +226,14 @@ export class AuthorityRewriter {
         header.value = 'localhost';
         rewritten = true;
       }
-      headers.push({ name: header.name, value: header.value, neverIndex: header.neverIndex, huffman: true });
+      headers.push(header);
     }
     if (this.mode === 'undecided') {
       // nothing was re-encoded yet, so the server's HPACK table matches the client's: the original bytes can go as they are
       this.mode = rewritten ? 'rewrite' : 'passthrough';
       if (!rewritten) return Buffer.concat(p.raw);
     }
-    this.encoder.write(headers);
-    const chunks: Buffer[] = [];
-    for (let c = this.encoder.read(); c !== null; c = this.encoder.read()) chunks.push(c as Buffer);
-    let block = Buffer.concat(chunks);
+    let block = literalHeaderBlock(headers);
     const frames: Buffer[] = [];
     const firstRoom = MAX_FRAME - (p.priority ? 5 : 0);
     const first = block.subarray(0, firstRoom);

@@ -7,7 +7,12 @@ import * as os from 'os';
 import * as path from 'path';
 import type { Duplex } from 'stream';
 import { serveConnection } from '../../src/server/accept-connection';
-import { AuthorityRewriter, HeaderBlockError, MAX_HEADER_BLOCK } from '../../src/server/authority-fix';
+import {
+  AuthorityRewriter,
+  HeaderBlockError,
+  literalHeaderBlock,
+  MAX_HEADER_BLOCK,
+} from '../../src/server/authority-fix';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
@@ -179,6 +184,31 @@ describe(':authority rewriting for old gRPC clients on Unix sockets', () => {
       'localhost',
     ]);
     expect(frames[1].headers?.find((h) => h.name === 'x-n')?.value).toBe('2');
+  });
+});
+
+describe('the header blocks the shim writes', () => {
+  it('decode to the same headers, long values, every byte value and never-indexed flags kept', () => {
+    const headers: hpack.Header[] = [
+      { name: ':method', value: 'POST', neverIndex: false },
+      { name: ':authority', value: 'localhost', neverIndex: false },
+      { name: 'x-long', value: 'v'.repeat(70_000), neverIndex: false },
+      { name: 'x-bytes', value: String.fromCharCode(...Array.from({ length: 256 }, (_, i) => i)), neverIndex: false },
+      { name: 'authorization', value: 'secret', neverIndex: true },
+    ];
+    const dec = hpack.decompressor.create({ table: { size: 4096 } });
+    dec.write(literalHeaderBlock(headers));
+    dec.execute();
+    const got: hpack.Header[] = [];
+    for (let h = dec.read(); h !== null; h = dec.read()) got.push(h as hpack.Header);
+    expect(got).toEqual(headers);
+  });
+
+  it('index nothing: the same block decodes alike against any table state', () => {
+    const block = literalHeaderBlock([{ name: 'grpc-timeout', value: '2S', neverIndex: false }]);
+    // literal without indexing, literal name: 0x00, then length-prefixed name and value
+    expect(block[0]).toBe(0x00);
+    expect(block.subarray(1).toString('latin1')).toBe('\x0cgrpc-timeout\x022S');
   });
 });
 
