@@ -3,8 +3,9 @@
  * (crishim, cri-dockerd, containerd), a single-node cluster of test/kubernetes/cluster.ts, and in
  * it one Deployment of N busybox pods (`sleep`, an exec readiness probe `true` every 2 s):
  * creation to Ready of every pod as the API server's watch reports it, then the time from the
- * Deployment's deletion until no pod is left. Runtimes alternate over rounds (A B C, C B A, ...)
- * and the best round counts.
+ * Deployment's deletion until no pod is left, and the CPU time the runtime's process, dockerd
+ * and the whole machine spent from creation until no pod is left. Runtimes alternate over rounds
+ * (A B C, C B A, ...) and the best round counts.
  *
  *   KUBE_BIN_DIR=DIR npm run bench:kubelet-burst -- [--pods=30,110] [--rounds=2]
  *                       [--runtimes=crishim,cri-dockerd,containerd] [--report FILE]
@@ -19,7 +20,7 @@ import { CONTROL_PLANE, kubeBinaries } from '../test/kubernetes/binaries';
 import { startCluster, waitFor, type Cluster } from '../test/kubernetes/cluster';
 import { BUSYBOX, list, namespace, sleepers } from '../test/kubernetes/manifests';
 import type { RuntimeKind } from '../test/kubernetes/runtimes';
-import { pct } from './measure';
+import { dockerdPid, machineBusyMs, pct, processCpuMs } from './measure';
 import { rewriteReport } from './report';
 import { table } from './runtime-compare';
 
@@ -44,6 +45,13 @@ interface BurstFigures {
   allReadyMs: number;
   readyMs: number[];
   teardownMs: number;
+  /** CPU ms from the Deployment's creation until no pod is left: the runtime's process, dockerd's, the machine's. */
+  cpuMs: { runtime: number; dockerd: number; machine: number };
+}
+
+/** CPU ms so far of the runtime's process, dockerd and the whole machine. */
+function cpuNow(runtimePid: number): BurstFigures['cpuMs'] {
+  return { runtime: processCpuMs(runtimePid), dockerd: processCpuMs(dockerdPid()), machine: machineBusyMs() };
 }
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -103,6 +111,9 @@ async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> 
   try {
     // the watch is open before the Deployment exists, so no transition is missed
     await new Promise((r) => setTimeout(r, 1000));
+    const runtimePid = c.runtime.daemon.proc.pid;
+    if (runtimePid === undefined) throw new Error(`${c.runtime.kind} has no process id`);
+    const cpu0 = cpuNow(runtimePid);
     t0 = now();
     c.kubectl(['apply', '-f', '-'], { input: list([deployment]) });
     let timer: NodeJS.Timeout | undefined;
@@ -120,7 +131,17 @@ async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> 
       600_000,
       250,
     );
-    return { allReadyMs, readyMs: readyMs ?? watch.soFar(), teardownMs: now() - t1 };
+    const cpu1 = cpuNow(runtimePid);
+    return {
+      allReadyMs,
+      readyMs: readyMs ?? watch.soFar(),
+      teardownMs: now() - t1,
+      cpuMs: {
+        runtime: cpu1.runtime - cpu0.runtime,
+        dockerd: cpu1.dockerd - cpu0.dockerd,
+        machine: cpu1.machine - cpu0.machine,
+      },
+    };
   } finally {
     watch.stop();
   }
@@ -174,6 +195,9 @@ async function main(): Promise<void> {
         p(b, 50),
         p(b, 90),
         b ? secs(b.teardownMs) : '-',
+        b ? secs(b.cpuMs.runtime) : '-',
+        b ? secs(b.cpuMs.dockerd) : '-',
+        b ? secs(b.cpuMs.machine) : '-',
         fs.map((f) => allReady(f, n)).join(', '),
       ];
     }),
@@ -182,7 +206,21 @@ async function main(): Promise<void> {
   const out = [
     `Best of ${ROUNDS} alternating round${ROUNDS === 1 ? '' : 's'}, ${new Date().toISOString().slice(0, 16)}Z, \`${command.join(' ')}\`:`,
     '',
-    table(['pods', 'runtime', 'all Ready', 'p50', 'p90', 'teardown', 'all Ready, each round'], rows),
+    table(
+      [
+        'pods',
+        'runtime',
+        'all Ready',
+        'p50',
+        'p90',
+        'teardown',
+        'CPU: runtime',
+        'CPU: dockerd',
+        'CPU: machine',
+        'all Ready, each round',
+      ],
+      rows,
+    ),
   ].join('\n');
   process.stdout.write(out + '\n');
   if (REPORT) {

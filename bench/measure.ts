@@ -80,6 +80,13 @@ export function processCpuMs(pid: number): number {
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 }
 
+/** CPU ms the whole machine has spent busy (all but idle and iowait) since boot, from /proc/stat. */
+export function machineBusyMs(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const busy = f.reduce((a, b) => a + b, 0) - f[3] - f[4];
+  return (busy * 1000) / 100;
+}
+
 /** The shared dockerd's pid (DOCKERD_PIDFILE names another engine's pidfile). */
 export const dockerdPid = (): number =>
   Number(readFileSync(process.env.DOCKERD_PIDFILE ?? '/var/run/docker.pid', 'utf8').trim());
