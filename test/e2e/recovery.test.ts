@@ -19,6 +19,10 @@ jest.setTimeout(300_000);
 let h: Crishim;
 beforeAll(async () => {
   h = await startCrishim({ subnetIndex: 209 });
+  // every case checks that no netns holds this subnet: one left by an aborted earlier run would
+  // fail them all, so say so once, with the container that holds it
+  const stale = await podNetns();
+  if (stale.length > 0) throw new Error(`before any case: ${netnsOwners(stale)}`);
 });
 afterAll(() => teardown(h));
 
@@ -45,6 +49,32 @@ async function podNetns(): Promise<string[]> {
     }
   }
   return out;
+}
+
+/** Which containers hold these netns (by their sandbox key), for a message that names them. */
+function netnsOwners(netns: string[]): string {
+  const ids = execFileSync('docker', ['ps', '-aq', '--no-trunc'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const rows = ids.length
+    ? execFileSync(
+        'docker',
+        [
+          'inspect',
+          '--format',
+          '{{.NetworkSettings.SandboxKey}}|{{.Id}}|{{index .Config.Labels "io.crishim.root"}}',
+          ...ids,
+        ],
+        { encoding: 'utf8' },
+      ).split('\n')
+    : [];
+  return netns
+    .map((n) => {
+      const owner = rows.find((r) => r.startsWith(`/var/run/docker/netns/${n}|`));
+      const [, id, root] = owner?.split('|') ?? [];
+      return owner
+        ? `netns ${n} holds an address of this test's subnet; it belongs to container ${id.slice(0, 12)} of crishim root ${root === '<no value>' ? '(none)' : root}, left by an earlier run (docker rm -f ${id.slice(0, 12)})`
+        : `netns ${n} holds an address of this test's subnet and no container owns it`;
+    })
+    .join('; ');
 }
 
 /** What the kubelet does after a failed RunPodSandbox: find the pod's sandboxes, stop and remove them. */
