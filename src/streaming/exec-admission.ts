@@ -39,7 +39,9 @@ export class ExecAdmission {
   /** Waits for a slot and answers the function that gives it back (once, however often called). */
   enter(signal: AbortSignal): Promise<() => void> {
     if (signal.aborted) return Promise.reject(cancelled('cancelled while waiting to exec'));
-    if (this.held < this.slots) return Promise.resolve(this.granted());
+    // slots freed by the end of a narrow spell go to those already waiting first
+    this.admitWaiting();
+    if (this.held < this.slots && this.waiting.length === 0) return Promise.resolve(this.granted());
     return new Promise((resolve, reject) => {
       const admit = (): void => {
         signal.removeEventListener('abort', leave);
@@ -59,6 +61,11 @@ export class ExecAdmission {
     return { held: this.held, waiting: this.waiting.length };
   }
 
+  /** Hands free slots to waiting callers, in the order they came. */
+  private admitWaiting(): void {
+    while (this.held < this.slots && this.waiting.length > 0) this.waiting.shift()?.();
+  }
+
   private granted(): () => void {
     this.held++;
     let holding = true;
@@ -67,7 +74,7 @@ export class ExecAdmission {
       holding = false;
       clearTimeout(timer);
       this.held--;
-      while (this.held < this.slots && this.waiting.length > 0) this.waiting.shift()?.();
+      this.admitWaiting();
     };
     const timer = setTimeout(release, this.limits.holdMs);
     timer.unref();

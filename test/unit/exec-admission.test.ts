@@ -78,4 +78,24 @@ describe('ExecAdmission', () => {
     expect(gate.load).toEqual({ held: 3, waiting: 0 });
     for (const r of [b, ...wide]) r?.();
   });
+
+  it('gives the slots a narrow spell frees to those already waiting before a newcomer', async () => {
+    const gate = new ExecAdmission({ wide: 2, narrow: 1, narrowForMs: 30, holdMs: 60_000 });
+    const a = await gate.enter(never);
+    gate.overloaded();
+    let b: (() => void) | undefined;
+    const waiting = gate.enter(never).then((r) => (b = r));
+    await tick(50); // the spell is over; nobody has released since
+    let c: (() => void) | undefined;
+    const late = gate.enter(never).then((r) => (c = r));
+    await waiting;
+    await tick();
+    expect(b).toBeDefined();
+    expect(c).toBeUndefined();
+    expect(gate.load).toEqual({ held: 2, waiting: 1 });
+    a();
+    await late;
+    for (const r of [b, c]) r?.();
+    expect(gate.load).toEqual({ held: 0, waiting: 0 });
+  });
 });
