@@ -33,26 +33,20 @@ const MAX_FRAME = 16384;
 
 const VALID_AUTHORITY = /^[A-Za-z0-9\-._~!$&'()*+,;=:@%[\]]*$/;
 
-/** Bytes of an HPACK integer with an N-bit prefix (RFC 7541 5.1). */
-function hpackIntLength(value: number, prefixBits: number): number {
-  const max = (1 << prefixBits) - 1;
-  let n = 1;
-  if (value >= max) for (value -= max, n++; value >= 0x80; value >>>= 7) n++;
-  return n;
-}
-
-/** Writes an HPACK integer at `at`, its first byte carrying `flags` above the prefix; returns the next offset. */
-function writeHpackInt(buf: Buffer, at: number, value: number, prefixBits: number, flags: number): number {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) {
-    buf[at++] = flags | value;
+/** Writes an HPACK string length (RFC 7541 5.1, 7-bit prefix, no Huffman flag) at `at`; returns the next offset. */
+function writeLength(buf: Buffer, at: number, value: number): number {
+  if (value < 0x7f) {
+    buf[at++] = value;
     return at;
   }
-  buf[at++] = flags | max;
-  for (value -= max; value >= 0x80; value >>>= 7) buf[at++] = (value & 0x7f) | 0x80;
+  buf[at++] = 0x7f;
+  for (value -= 0x7f; value >= 0x80; value >>>= 7) buf[at++] = (value & 0x7f) | 0x80;
   buf[at++] = value;
   return at;
 }
+
+/** Most bytes a length takes: a 7-bit prefix and four 7-bit groups cover any header (< 2^28 bytes). */
+const MAX_LENGTH_BYTES = 5;
 
 /**
  * A header block of literals that touch no HPACK table (RFC 7541 6.2.2 and 6.2.3): nothing is
@@ -60,20 +54,19 @@ function writeHpackInt(buf: Buffer, at: number, value: number, prefixBits: numbe
  * Strings are written as bytes (latin1), as hpack.js's decoder read them.
  */
 export function literalHeaderBlock(headers: readonly hpack.Header[]): Buffer {
-  let size = 0;
-  for (const h of headers)
-    size += 1 + hpackIntLength(h.name.length, 7) + h.name.length + hpackIntLength(h.value.length, 7) + h.value.length;
-  const buf = Buffer.allocUnsafe(size);
+  let room = 0;
+  for (const h of headers) room += 1 + 2 * MAX_LENGTH_BYTES + h.name.length + h.value.length;
+  const buf = Buffer.allocUnsafe(room);
   let at = 0;
   for (const h of headers) {
     // 0x10: never indexed (a proxy must keep that flag); 0x00: without indexing; the name a literal
     buf[at++] = h.neverIndex ? 0x10 : 0x00;
     for (const str of [h.name, h.value]) {
-      at = writeHpackInt(buf, at, str.length, 7, 0);
+      at = writeLength(buf, at, str.length);
       at += buf.write(str, at, 'latin1');
     }
   }
-  return buf;
+  return buf.subarray(0, at);
 }
 
 function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
