@@ -232,7 +232,8 @@ export function createEventHub(deps: ServiceDeps): EventHub {
       if (!source) firstSubscriberAt = Date.now();
       source ??= followDockerEvents(
         deps.docker,
-        { type: ['container'], label: [TYPE_LABEL] },
+        // only the actions CRI events report: exec probes' events stay in dockerd
+        { type: ['container'], label: [TYPE_LABEL], event: Object.keys(EVENT_TYPES) },
         onDockerEvent,
         deps.logger,
         { beforeSubscribe: resync },

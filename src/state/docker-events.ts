@@ -1,4 +1,5 @@
-import type { DockerEvent } from '../docker/events';
+import type { DockerEvent, EventFilters } from '../docker/events';
+import { TYPE_LABEL } from '../labels';
 import { BoundedSet } from './bounded-set';
 
 /** Which of Docker's container events change what the view holds, and which it has already seen. */
@@ -20,6 +21,18 @@ export const CHANGING_EVENTS = new Set([
   'oom',
   'stop',
 ]);
+
+/**
+ * What the view subscribes to: only the actions it acts on. Every ExecSync makes Docker send
+ * exec_create, exec_start and exec_die for the container, three events per probe that dockerd
+ * would encode and crishim parse only to drop; Docker matches `event` exactly (exec_* with a
+ * command suffix included), so those never leave dockerd.
+ */
+export const VIEW_EVENT_FILTERS: EventFilters = {
+  type: ['container'],
+  label: [TYPE_LABEL],
+  event: [...CHANGING_EVENTS],
+};
 
 /** How long after crishim's own call (monotonic ms) its events are taken as seen: they come within milliseconds. */
 const BRINGS_MS = 2000;

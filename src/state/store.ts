@@ -2,7 +2,7 @@ import type { DockerEngine } from '../docker/engine';
 import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
-import { brought, CHANGING_EVENTS, HeardOnce, wasBrought, type Brought } from './docker-events';
+import { brought, CHANGING_EVENTS, HeardOnce, VIEW_EVENT_FILTERS, wasBrought, type Brought } from './docker-events';
 import { BoundedSet } from './bounded-set';
 import type { ContainerInfo, ReadOptions, StateStore } from './view';
 
@@ -218,7 +218,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   };
 
   if (opts.subscribe !== false) {
-    source = followDockerEvents(docker, { type: ['container'], label: [TYPE_LABEL] }, onEvent, logger, {
+    source = followDockerEvents(docker, VIEW_EVENT_FILTERS, onEvent, logger, {
       retryMs: 250,
       onSubscribed: (reconnect) => {
         subscribed = true;

@@ -11,6 +11,10 @@ import type Docker from 'dockerode';
 import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
 import { startPrivateDockerd, type PrivateDockerd } from '../support/private-dockerd';
 import type { ContainerEventResponse__Output } from '../../src/generated/runtime/v1/ContainerEventResponse';
+import { DockerodeEngine } from '../../src/docker/dockerode-engine';
+import { followDockerEvents, type DockerEvent, type EventFilters } from '../../src/docker/events';
+import { VIEW_EVENT_FILTERS } from '../../src/state/docker-events';
+import { recordingLogger } from '../support/recording-logger';
 
 jest.setTimeout(240_000);
 
@@ -152,6 +156,37 @@ describe('changes made behind crishim’s back', () => {
     );
     expect(stopped?.containers_statuses.find((s) => s.id === ctr)?.state).toBe('CONTAINER_EXITED');
     await removePod(h, pod);
+  });
+
+  it('the view hears its containers’ lifecycle from Docker, and none of their exec probes', async () => {
+    const engine = new DockerodeEngine(docker);
+    const { logger } = recordingLogger('error');
+    const heard = (filters: EventFilters): { actions: (id: string) => string[]; close(): void } => {
+      const events: DockerEvent[] = [];
+      const source = followDockerEvents(engine, filters, (ev) => events.push(ev), logger);
+      return {
+        actions: (id) => events.filter((e) => e.Actor.ID === id).map((e) => e.Action.replace(/:.*/, '')),
+        close: () => source.close(),
+      };
+    };
+    // the same subscription without the action filter: Docker does send exec events for these containers
+    const { event: _actions, ...unfiltered } = VIEW_EVENT_FILTERS;
+    const view = heard(VIEW_EVENT_FILTERS);
+    const all = heard(unfiltered);
+    await new Promise((r) => setTimeout(r, 500));
+    const { pod, ctr } = await runPod(h, 'exec-events');
+    for (let i = 0; i < 3; i++) {
+      const r = await call(h.runtime, 'ExecSync', { container_id: ctr, cmd: ['true'], timeout: '10' });
+      expect(r.exit_code).toBe(0);
+    }
+    await removePod(h, pod);
+    await waitFor('both subscriptions to hear the removal', () =>
+      [view, all].every((s) => s.actions(ctr).includes('destroy')),
+    );
+    view.close();
+    all.close();
+    expect(all.actions(ctr).filter((a) => a.startsWith('exec_'))).toHaveLength(9);
+    expect(view.actions(ctr)).toEqual(['create', 'start', 'die', 'stop', 'destroy']);
   });
 
   it('a container created behind crishim’s back with its labels shows in the next List', async () => {
