@@ -38,7 +38,7 @@ import { PodLogDirs } from './pod-logs';
 import { startReplayFloor } from './replay-floor';
 import { churn, churnAcrossRestarts } from './churn';
 import { connectCri, criCall, parseCompare, resolvePid, type CriClient } from './cri-endpoint';
-import type { KubeletClient, StatsRoundCall } from './kubelet-client';
+import { connectKubeletClient, type KubeletClient, type StatsRoundCall } from './kubelet-client';
 import { compareKubeletLoad, compareLifecycle, type CompareTarget } from './runtime-compare';
 import { statsCost } from './stats-cost';
 import { stopPod } from './stop-pod';
@@ -807,7 +807,16 @@ async function main(): Promise<void> {
     };
     if (wanted('relist-cost'))
       await section('relist-cost', () =>
-        relistCost({ ...target, runPod: () => runPodWithApp(d, true) }, docker, relistSizes, record),
+        relistCost(
+          {
+            ...target,
+            runPod: () => runPodWithApp(d, true),
+            kubeletClient: (authority) => connectKubeletClient(d.endpoint, authority),
+          },
+          docker,
+          relistSizes,
+          record,
+        ),
       );
     if (wanted('kubelet-load'))
       await section('kubelet-load', async () => {

@@ -99,8 +99,15 @@ export function dockerRelist(docker: Pick<Docker, 'listContainers'>): Promise<un
   );
 }
 
+/**
+ * What the client sends as `:authority`: `localhost`, as grpc-go sets it for Unix sockets since
+ * kubernetes PR 123463 (1.30 on), or the socket path, as 1.26-1.29 kubelets send it, which
+ * crishim serves through its rewriting shim (src/server/authority-fix.ts).
+ */
+export type KubeletAuthority = 'localhost' | 'socket-path';
+
 /** `unix:///path` (or a bare path) -> a client that reconnects when its connection is gone. */
-export function connectKubeletClient(endpoint: string): KubeletClient {
+export function connectKubeletClient(endpoint: string, authority: KubeletAuthority = 'localhost'): KubeletClient {
   const socketPath = endpoint.replace(/^unix:\/\//, '');
   let session: http2.ClientHttp2Session | undefined;
   const connect = (): http2.ClientHttp2Session => {
@@ -121,6 +128,7 @@ export function connectKubeletClient(endpoint: string): KubeletClient {
       const stream = connect().request({
         ':method': 'POST',
         ':path': `/runtime.v1.${service}/${method}`,
+        ...(authority === 'socket-path' ? { ':authority': socketPath } : {}),
         'content-type': 'application/grpc',
         te: 'trailers',
         'grpc-timeout': TIMEOUT,

@@ -10,7 +10,7 @@
 import { readFileSync } from 'fs';
 import type Docker from 'dockerode';
 import { cpuNs, pct, rssMiB } from './measure';
-import { dockerRelist, relistInTurn } from './kubelet-client';
+import { dockerRelist, relistInTurn, type KubeletAuthority, type KubeletClient } from './kubelet-client';
 
 /** CPU time of a process's live threads in ms. */
 const cpuMs = (pid: number): number => cpuNs(pid) / 1e6;
@@ -21,6 +21,35 @@ export interface RelistTarget {
   /** Starts a host-network pod with one long-running container; answers the sandbox id. */
   runPod(): Promise<string>;
   removePod(id: string): Promise<void>;
+  /** A kubelet-shaped client (bench/kubelet-client.ts) sending that `:authority`, for the shim's cost. */
+  kubeletClient?(authority: KubeletAuthority): KubeletClient;
+}
+
+/** Rounds of each client in turn: the machine's drift over a minute must not decide the ratio. */
+const AUTHORITY_ROUNDS = 3;
+
+/**
+ * CPU per relist for a client sending `localhost` against one sending the socket path, in
+ * alternating rounds, the least of each side's rounds. `minOf` keeps the round the machine
+ * disturbed least: both sides make the same calls on the same pods.
+ */
+async function authorityCost(
+  t: RelistTarget & Required<Pick<RelistTarget, 'kubeletClient'>>,
+  calls: number,
+): Promise<Record<KubeletAuthority, number>> {
+  const clients = { localhost: t.kubeletClient('localhost'), 'socket-path': t.kubeletClient('socket-path') };
+  const best: Record<KubeletAuthority, number> = { localhost: Infinity, 'socket-path': Infinity };
+  try {
+    for (let round = 0; round < AUTHORITY_ROUNDS; round++) {
+      for (const a of ['localhost', 'socket-path'] as const) {
+        const { cpu } = await measure(t.pid, calls, () => clients[a].relist());
+        best[a] = Math.min(best[a], cpu);
+      }
+    }
+  } finally {
+    for (const c of Object.values(clients)) c.close();
+  }
+  return best;
 }
 
 type Record4 = (what: string, crishim: string, raw: string, ratio: string) => void;
@@ -73,6 +102,16 @@ export async function relistCost(
     );
     const status = await measure(t.pid, sizes.calls, () => t.call('PodSandboxStatus', { pod_sandbox_id: pods[0] }));
     record(`${tag}: CPU per ListContainers(pod) / PodSandboxStatus`, `${f(byPod.cpu)} / ${f(status.cpu)}`, '-', '-');
+    if (t.kubeletClient) {
+      const kubeletClient = t.kubeletClient;
+      const by = await authorityCost({ ...t, kubeletClient }, sizes.calls);
+      record(
+        `${tag}: CPU per relist, kubelet-shaped client sending :authority localhost / the socket path (1.26-1.29 kubelets), least of ${AUTHORITY_ROUNDS} rounds each`,
+        `${f(by.localhost)} / ${f(by['socket-path'])}`,
+        '-',
+        (by['socket-path'] / by.localhost).toFixed(2),
+      );
+    }
     record(
       `${tag}: runtime RSS idle before the pods / after the calls`,
       `${idle.toFixed(1)} MiB / ${rssMiB(t.pid).toFixed(1)} MiB`,

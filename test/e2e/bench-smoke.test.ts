@@ -22,6 +22,13 @@ it('the benchmark runs end to end in smoke mode and reports every section', () =
   expect(out).toMatch(
     /kubelet load, 3 pods, 5 s: runtime CPU % \(\+ dockerd CPU %\) +\| [\d.]+ % \(\+ [\d.]+ %\) +\| - \(\+ [\d.]+ %\)/,
   );
+  // the shim's cost: the same relists from a client that sends the socket path, as old kubelets do
+  const byAuthority =
+    /relist at \d+ pods, \d+ calls in a row: CPU per relist, kubelet-shaped client sending :authority localhost \/ the socket path .*\| ([\d.]+) ms \/ ([\d.]+) ms +\| - +\| [\d.]+/.exec(
+      out,
+    );
+  expect(byAuthority).not.toBeNull();
+  expect(Number(byAuthority?.[2])).toBeGreaterThan(0);
   expect(out).toMatch(
     /kubelet load, 3 pods, 5 s: relist p50 \/ p99 \(kubelet-shaped client\) +\| [\d.]+ ms \/ [\d.]+ ms +\| [\d.]+ ms \/ [\d.]+ ms/,
   );

@@ -1,9 +1,11 @@
 import { mkdtempSync } from 'fs';
+import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import * as grpc from '@grpc/grpc-js';
 import { connectKubeletClient, countListEntries } from '../../bench/kubelet-client';
 import { loadCriProto } from '../support/cri-proto';
+import { serveConnection } from '../../src/server/accept-connection';
 
 const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
 const imageService = loadCriProto().runtime.v1.ImageService.service as unknown as grpc.ServiceDefinition;
@@ -111,6 +113,39 @@ describe("the bench's kubelet-shaped client", () => {
       expect(started.sort()).toEqual(['ImageFsInfo', 'ListContainerStats']);
     } finally {
       client.close();
+      server.forceShutdown();
+    }
+  });
+
+  it("sends the socket path as :authority when asked, as 1.26-1.29 kubelets do, which only crishim's shim serves", async () => {
+    const server = new grpc.Server();
+    server.addService(
+      { ListPodSandbox: service.ListPodSandbox, ListContainers: service.ListContainers },
+      {
+        ListPodSandbox: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { items: [{ id: 'a' }] }),
+        ListContainers: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { containers: [] }),
+      },
+    );
+    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'kubelet-client-'));
+    // the same server, reached bare and through the shim crishim puts before every connection
+    const bare = net.createServer((conn) => injector.injectConnection(conn));
+    const shimmed = net.createServer((conn) => serveConnection(conn, (c) => injector.injectConnection(c)));
+    const listen = (l: net.Server, name: string): Promise<string> =>
+      new Promise((resolve) => l.listen(path.join(dir, name), () => resolve(`unix://${path.join(dir, name)}`)));
+    const clients = [
+      connectKubeletClient(await listen(bare, 'bare.sock'), 'socket-path'),
+      connectKubeletClient(await listen(shimmed, 'shimmed.sock'), 'socket-path'),
+    ];
+    try {
+      // HTTP/2 refuses a path as authority: the client does send it
+      await expect(clients[0].relist()).rejects.toThrow(/NGHTTP2_PROTOCOL_ERROR/);
+      expect(await clients[1].relist()).toEqual({ sandboxes: 1, containers: 0 });
+    } finally {
+      for (const c of clients) c.close();
+      bare.close();
+      shimmed.close();
+      injector.destroy();
       server.forceShutdown();
     }
   });
