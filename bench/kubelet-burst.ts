@@ -167,7 +167,7 @@ async function main(): Promise<void> {
           const f = await burst(c, n, ++seq);
           process.stderr.write(
             `round ${round + 1} ${runtime} ${n} pods: all Ready ${allReady(f, n)}, ` +
-              `teardown ${secs(f.teardownMs)}\n`,
+              `teardown ${secs(f.teardownMs)}, CPU runtime ${secs(f.cpuMs.runtime)} dockerd ${secs(f.cpuMs.dockerd)}\n`,
           );
           const key = `${runtime} ${n}`;
           results.set(key, [...(results.get(key) ?? []), f]);
