@@ -30,19 +30,20 @@ const AUTHORITY_ROUNDS = 3;
 
 /**
  * CPU per relist for a client sending `localhost` against one sending the socket path, in
- * alternating rounds, the least of each side's rounds. `minOf` keeps the round the machine
- * disturbed least: both sides make the same calls on the same pods.
+ * alternating rounds, the least of each side's rounds: the round the machine disturbed least,
+ * since both sides make the same calls on the same pods.
  */
 async function authorityCost(
-  t: RelistTarget & Required<Pick<RelistTarget, 'kubeletClient'>>,
+  pid: number,
+  client: (authority: KubeletAuthority) => KubeletClient,
   calls: number,
 ): Promise<Record<KubeletAuthority, number>> {
-  const clients = { localhost: t.kubeletClient('localhost'), 'socket-path': t.kubeletClient('socket-path') };
+  const clients = { localhost: client('localhost'), 'socket-path': client('socket-path') };
   const best: Record<KubeletAuthority, number> = { localhost: Infinity, 'socket-path': Infinity };
   try {
     for (let round = 0; round < AUTHORITY_ROUNDS; round++) {
       for (const a of ['localhost', 'socket-path'] as const) {
-        const { cpu } = await measure(t.pid, calls, () => clients[a].relist());
+        const { cpu } = await measure(pid, calls, () => clients[a].relist());
         best[a] = Math.min(best[a], cpu);
       }
     }
@@ -103,8 +104,7 @@ export async function relistCost(
     const status = await measure(t.pid, sizes.calls, () => t.call('PodSandboxStatus', { pod_sandbox_id: pods[0] }));
     record(`${tag}: CPU per ListContainers(pod) / PodSandboxStatus`, `${f(byPod.cpu)} / ${f(status.cpu)}`, '-', '-');
     if (t.kubeletClient) {
-      const kubeletClient = t.kubeletClient;
-      const by = await authorityCost({ ...t, kubeletClient }, sizes.calls);
+      const by = await authorityCost(t.pid, t.kubeletClient, sizes.calls);
       record(
         `${tag}: CPU per relist, kubelet-shaped client sending :authority localhost / the socket path (1.26-1.29 kubelets), least of ${AUTHORITY_ROUNDS} rounds each`,
         `${f(by.localhost)} / ${f(by['socket-path'])}`,
