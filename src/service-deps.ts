@@ -39,4 +39,9 @@ export interface ExecDeps {
   docker: DockerEngine;
   streaming: StreamingServer;
   logger: Logger;
+  /**
+   * The view, so an exec probe's "is it running?" costs no inspect: the kubelet probes every
+   * pod every few seconds, all day. Without it each lookup asks Docker.
+   */
+  state?: StateStore;
 }

@@ -3,6 +3,7 @@ import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
 import { TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { checkId } from '../cri/validation';
 import type { ExecDeps } from '../service-deps';
+import { findAnyContainer } from '../state/lookup';
 
 export function portForwardRpc(deps: ExecDeps) {
   return async (req: RuntimeReq<'PortForward'>, ctx: CallContext): Promise<RuntimeRes<'PortForward'>> => {
@@ -10,7 +11,7 @@ export function portForwardRpc(deps: ExecDeps) {
     for (const p of req.port ?? []) {
       if (!Number.isInteger(p) || p < 1 || p > 65535) throw invalidArgument(`invalid port ${p}`);
     }
-    const info = await deps.docker.findContainer(id);
+    const info = await findAnyContainer(deps, id);
     // a container id (or any other Docker container) is not a pod: forwarding into it would bypass the pod's identity
     if (!info || info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: info.Id });

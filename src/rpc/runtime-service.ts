@@ -76,7 +76,7 @@ export function createDockerService(
     ContainerStatus: containerStatus(deps, running, createImageNames(deps.docker), logs),
     UpdateContainerResources: updateContainerResources(deps, running.hugetlb),
     ReopenContainerLog: reopenContainerLog(deps, logs),
-    ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger }),
+    ...execHandlers({ docker: deps.docker, streaming, logger: deps.logger, state: deps.state }),
     ...statsHandlers(createStatsViews(deps)),
     StreamPodSandboxes: streamPodSandboxes(deps),
     StreamContainers: streamContainers(deps),

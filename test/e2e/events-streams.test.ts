@@ -1,6 +1,16 @@
-import * as http from 'http';
 import { status } from '@grpc/grpc-js';
-import { BUSYBOX, call, codeOf, collect, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  collect,
+  metricValue,
+  podConfig,
+  scrapeMetrics,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 import type { ContainerEventResponse__Output } from '../../src/generated/runtime/v1/ContainerEventResponse';
 
 jest.setTimeout(180_000);
@@ -10,29 +20,6 @@ beforeAll(async () => {
   h = await startCrishim({ subnetIndex: 203, args: ['--metrics-bind-address', '127.0.0.1:0'] });
 });
 afterAll(() => teardown(h));
-
-async function metricsText(): Promise<string> {
-  const log = await import('fs').then((fs) => fs.promises.readFile(h.logFile, 'utf8'));
-  const m = /metrics listening.*address="?127\.0\.0\.1:(\d+)/.exec(log);
-  if (!m) throw new Error('metrics address not in the log');
-  return new Promise((resolve, reject) => {
-    http
-      .get(`http://127.0.0.1:${m[1]}/metrics`, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve(body));
-      })
-      .on('error', reject);
-  });
-}
-
-function metricValue(text: string, name: string, labels: Record<string, string>): number {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name + '{')) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
-  }
-  return 0;
-}
 
 describe('GetContainerEvents', () => {
   it('delivers created, started, stopped and deleted for a container, in order, with statuses', async () => {
@@ -139,11 +126,11 @@ describe('runtime configuration RPCs', () => {
 
 describe('Prometheus metrics', () => {
   it('serves valid text with counters that move', async () => {
-    const before = metricValue(await metricsText(), 'crishim_rpc_requests_total', { method: 'Version', code: 'OK' });
+    const before = metricValue(await scrapeMetrics(h), 'crishim_rpc_requests_total', { method: 'Version', code: 'OK' });
     await call(h.runtime, 'Version', {});
     await call(h.runtime, 'Version', {});
     await codeOf(call(h.runtime, 'PodSandboxStatus', { pod_sandbox_id: 'abcdef' }));
-    const text = await metricsText();
+    const text = await scrapeMetrics(h);
     expect(metricValue(text, 'crishim_rpc_requests_total', { method: 'Version', code: 'OK' })).toBe(before + 2);
     expect(
       metricValue(text, 'crishim_rpc_errors_total', { method: 'PodSandboxStatus', code: 'NOT_FOUND' }),

@@ -335,6 +335,15 @@ export async function waitForLog(h: Crishim, pattern: RegExp, timeoutMs = 10_000
   }
 }
 
+/** One sample of a /metrics text: the first line of `name` whose labels include `labels`; 0 when none. */
+export function metricValue(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{')) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.split(' ').pop());
+  }
+  return 0;
+}
+
 /** The daemon's /metrics text (started with --metrics-bind-address=127.0.0.1:0; the port is read from its log). */
 export async function scrapeMetrics(h: Crishim): Promise<string> {
   const log = await fsp.readFile(h.logFile, 'utf8');

@@ -8,7 +8,18 @@
  */
 import { status } from '@grpc/grpc-js';
 import type Docker from 'dockerode';
-import { BUSYBOX, call, codeOf, docker, podConfig, startCrishim, teardown, type Crishim } from './harness';
+import {
+  BUSYBOX,
+  call,
+  codeOf,
+  docker,
+  metricValue,
+  podConfig,
+  scrapeMetrics,
+  startCrishim,
+  teardown,
+  type Crishim,
+} from './harness';
 import { startPrivateDockerd, type PrivateDockerd } from '../support/private-dockerd';
 import type { ContainerEventResponse__Output } from '../../src/generated/runtime/v1/ContainerEventResponse';
 import { DockerodeEngine } from '../../src/docker/dockerode-engine';
@@ -83,7 +94,7 @@ async function removePod(h: Crishim, pod: string): Promise<void> {
 describe('changes made behind crishim’s back', () => {
   let h: Crishim;
   beforeAll(async () => {
-    h = await startCrishim({ subnetIndex: 247 });
+    h = await startCrishim({ subnetIndex: 247, args: ['--metrics-bind-address', '127.0.0.1:0'] });
   });
   afterAll(() => teardown(h));
 
@@ -187,6 +198,35 @@ describe('changes made behind crishim’s back', () => {
     all.close();
     expect(all.actions(ctr).filter((a) => a.startsWith('exec_'))).toHaveLength(9);
     expect(view.actions(ctr)).toEqual(['create', 'start', 'die', 'stop', 'destroy']);
+  });
+
+  it('an exec probe asks Docker only for the exec: whether its container runs comes from the view', async () => {
+    const requests = async (route: string): Promise<number> =>
+      metricValue(await scrapeMetrics(h), 'crishim_docker_request_duration_seconds_count', { route });
+    const INSPECT = '/containers/{id}/json';
+    const { pod, ctr } = await runPod(h, 'exec-view');
+    await call(h.runtime, 'ContainerStatus', { container_id: ctr });
+    const [inspects0, execs0] = [await requests(INSPECT), await requests('/containers/{id}/exec')];
+    for (let i = 0; i < 5; i++) {
+      const r = await call(h.runtime, 'ExecSync', { container_id: ctr, cmd: ['true'], timeout: '10' });
+      expect(r.exit_code).toBe(0);
+    }
+    expect(await requests(INSPECT)).toBe(inspects0);
+    expect(await requests('/containers/{id}/exec')).toBe(execs0 + 5);
+    // a stopped container's probes (the kubelet's, while it tears a pod down) cost no Docker call at all
+    await call(h.runtime, 'StopContainer', { container_id: ctr, timeout: 0 });
+    await call(h.runtime, 'ContainerStatus', { container_id: ctr });
+    const [inspects1, execs1] = [await requests(INSPECT), await requests('/containers/{id}/exec')];
+    for (let i = 0; i < 5; i++) {
+      const failed = await codeOf(call(h.runtime, 'ExecSync', { container_id: ctr, cmd: ['true'], timeout: '10' }));
+      expect(failed).toMatchObject({
+        code: status.FAILED_PRECONDITION,
+        details: expect.stringContaining('not running'),
+      });
+    }
+    expect(await requests(INSPECT)).toBe(inspects1);
+    expect(await requests('/containers/{id}/exec')).toBe(execs1);
+    await removePod(h, pod);
   });
 
   it('a container created behind crishim’s back with its labels shows in the next List', async () => {
