@@ -12,9 +12,13 @@ export interface HandlerOptions {
   onCallDone?: (method: string, code: grpc.status, seconds: number) => void;
 }
 
-/** RPCs that only read state: logged at debug, since the kubelet polls them constantly. */
-const READ_ONLY =
-  /^(Version|Status|List|Stream|.*Status$|.*Stats$|ImageFsInfo|RuntimeConfig|GetContainerEvents|ListMetricDescriptors)/;
+/**
+ * RPCs the kubelet calls over and over, logged at debug: the reads it polls, and ExecSync, which
+ * its exec probes call for every such pod every few seconds (a line per probe at info would be the
+ * bulk of the journal). A failed call is still logged at warn.
+ */
+const POLLED =
+  /^(Version|Status|List|Stream|.*Status$|.*Stats$|ImageFsInfo|RuntimeConfig|GetContainerEvents|ListMetricDescriptors|ExecSync$)/;
 
 /** Longest id or reference copied from a request into the log (requests can carry anything). */
 const MAX_LOGGED_FIELD = 128;
@@ -127,7 +131,7 @@ export function wrapHandler(
   opts: HandlerOptions,
 ): grpc.UntypedHandleCall {
   const logger = opts.logger;
-  const level = READ_ONLY.test(method) ? 'debug' : 'info';
+  const level = POLLED.test(method) ? 'debug' : 'info';
   const finish = (fields: Record<string, string>, started: bigint, err: DomainError | null): void => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const code = err ? grpcStatusOf(err.kind) : grpc.status.OK;

@@ -4,6 +4,7 @@ import winston from 'winston';
 import { wrapHandler } from '../../src/server/call-handler';
 import type { CallContext, UnaryImpl } from '../../src/server/rpc';
 import { recordingLogger } from '../support/recording-logger';
+import { failedPrecondition } from '../../src/errors';
 
 /** The part of a grpc-js unary call the handler touches. */
 class FakeCall extends EventEmitter {
@@ -150,6 +151,32 @@ describe('wrapHandler: the call context', () => {
     logger.level = 'info';
     await invoke(handler, new FakeCall({}));
     expect(lines).toHaveLength(1);
+  });
+
+  it('logs an exec probe (ExecSync) at debug, a mutation at info, and either at warn when it fails', async () => {
+    const { logger, records: lines } = recordingLogger('info');
+    await invoke(
+      unary('ExecSync', async () => ({}), logger),
+      new FakeCall({}),
+    );
+    await invoke(
+      unary('StopContainer', async () => ({}), logger),
+      new FakeCall({}),
+    );
+    await invoke(
+      unary(
+        'ExecSync',
+        async () => {
+          throw failedPrecondition('container c1 is not running');
+        },
+        logger,
+      ),
+      new FakeCall({}),
+    );
+    expect(lines.map((l) => [l.level, l.rpc])).toEqual([
+      ['info', 'StopContainer'],
+      ['warn', 'ExecSync'],
+    ]);
   });
 
   it("keeps the context's accessors on a shared prototype, none on the context itself", async () => {
