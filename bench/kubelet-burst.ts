@@ -2,7 +2,8 @@
  * `npm run bench:kubelet-burst`: pod start-up under a real kubelet. For each runtime in turn
  * (crishim, cri-dockerd, containerd), a single-node cluster of test/kubernetes/cluster.ts, and in
  * it one Deployment of N busybox pods (`sleep`, an exec readiness probe `true` every 2 s):
- * creation to Ready of every pod as the API server's watch reports it, then the time from the
+ * creation to Ready of every pod as the API server's watch reports it (and to its container first
+ * reported running, which splits the runtime's start path from the probes), then the time from the
  * Deployment's deletion until no pod is left, and the CPU time the runtime's process, dockerd
  * and the whole machine spent from creation until no pod is left. Runtimes alternate over rounds
  * (A B C, C B A, ...) and the best round counts.
@@ -44,6 +45,8 @@ interface BurstFigures {
   /** NaN when not every pod was Ready within MAX_WAIT_MS. */
   allReadyMs: number;
   readyMs: number[];
+  /** Per pod, creation to its container first reported running (what the kubelet and runtime do before any probe). */
+  runningMs: number[];
   teardownMs: number;
   /** CPU ms from the Deployment's creation until no pod is left: the runtime's process, dockerd's, the machine's. */
   cpuMs: { runtime: number; dockerd: number; machine: number };
@@ -56,14 +59,18 @@ function cpuNow(runtimePid: number): BurstFigures['cpuMs'] {
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-/** Streams the namespace's pods from the API server's watch; answers when `n` pods have been Ready. */
+/**
+ * Streams the namespace's pods from the API server's watch; answers when `n` pods have been Ready.
+ * `running` has when each pod's container was first reported running.
+ */
 function watchReady(
   c: Cluster,
   ns: string,
   n: number,
   t0: () => number,
-): { done: Promise<number[]>; soFar(): number[]; stop(): void } {
+): { done: Promise<number[]>; soFar(): number[]; running(): number[]; stop(): void } {
   const ready = new Map<string, number>();
+  const running = new Map<string, number>();
   const watch = spawn(
     c.bins.path('kubectl'),
     [
@@ -75,7 +82,7 @@ function watchReady(
       ns,
       '--watch',
       '-o',
-      'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}',
+      'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[0].state.running.startedAt}{"\\n"}',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -87,14 +94,15 @@ function watchReady(
       const lines = buffered.split('\n');
       buffered = lines.pop() ?? '';
       for (const line of lines) {
-        const [name, status] = line.trim().split(' ');
+        const [name, status, startedAt] = line.trim().split(' ');
+        if (name && startedAt && !running.has(name)) running.set(name, at);
         if (name && status === 'True' && !ready.has(name)) ready.set(name, at);
       }
       if (ready.size >= n) resolve([...ready.values()]);
     });
     watch.on('exit', (code) => reject(new Error(`kubectl get --watch exited ${code} with ${ready.size}/${n} Ready`)));
   });
-  return { done, soFar: () => [...ready.values()], stop: () => watch.kill() };
+  return { done, soFar: () => [...ready.values()], running: () => [...running.values()], stop: () => watch.kill() };
 }
 
 async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> {
@@ -135,6 +143,7 @@ async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> 
     return {
       allReadyMs,
       readyMs: readyMs ?? watch.soFar(),
+      runningMs: watch.running(),
       teardownMs: now() - t1,
       cpuMs: {
         runtime: cpu1.runtime - cpu0.runtime,
@@ -167,6 +176,7 @@ async function main(): Promise<void> {
           const f = await burst(c, n, ++seq);
           process.stderr.write(
             `round ${round + 1} ${runtime} ${n} pods: all Ready ${allReady(f, n)}, ` +
+              `running p50 ${secs(pct(f.runningMs, 50))} p90 ${secs(pct(f.runningMs, 90))}, ` +
               `teardown ${secs(f.teardownMs)}, CPU runtime ${secs(f.cpuMs.runtime)} dockerd ${secs(f.cpuMs.dockerd)}\n`,
           );
           const key = `${runtime} ${n}`;
@@ -194,6 +204,7 @@ async function main(): Promise<void> {
         b ? allReady(b, n) : '-',
         p(b, 50),
         p(b, 90),
+        b && b.runningMs.length === n ? `${secs(pct(b.runningMs, 50))} / ${secs(pct(b.runningMs, 90))}` : '-',
         b ? secs(b.teardownMs) : '-',
         b ? secs(b.cpuMs.runtime) : '-',
         b ? secs(b.cpuMs.dockerd) : '-',
@@ -213,6 +224,7 @@ async function main(): Promise<void> {
         'all Ready',
         'p50',
         'p90',
+        'running p50 / p90',
         'teardown',
         'CPU: runtime',
         'CPU: dockerd',
