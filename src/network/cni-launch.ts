@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'child_process';
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, unlinkSync, writeFileSync } from 'fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, unlink, writeFileSync } from 'fs';
 import type { Socket } from 'net';
 import { constants } from 'os';
 import * as path from 'path';
@@ -89,7 +89,7 @@ export const directLauncher: PluginLauncher = {
  * The shell's loop, given the scratch directory ($1) and setsid ($2). Each request line `ID BIN` names
  * files in it: `ID.env` (export lines) and `ID.in` (the plugin's stdin); the plugin writes `ID.out`
  * and `ID.err`. Files, not a directory per run: removing a directory costs Node several times its
- * four unlinks, on the event loop. PWD goes (sh exports it), and no `cd` (it would export OLDPWD too).
+ * four unlinks. PWD goes (sh exports it), and no `cd` (it would export OLDPWD too).
  * Replies, one short line each (atomic on a pipe): `ID pid N` once started, then
  * `ID exit N` (a signal's death as 128 + its number). setsid gives the plugin its
  * own process group. No file size limit: it would hold for every file the plugin
@@ -277,15 +277,13 @@ export class ShellLauncher implements PluginLauncher {
     return path.join(this.dir, `${id}.${kind}`);
   }
 
-  /** Forgets a request and removes its files. */
+  /**
+   * Forgets a request and removes its files in libuv's pool: under a pod burst each unlink waits
+   * about a millisecond on the filesystem's journal, which on the event loop held up every call.
+   */
   private finish(id: string): void {
     this.pending.delete(id);
-    for (const kind of ['env', 'in', 'out', 'err'] as const) {
-      try {
-        unlinkSync(this.file(id, kind));
-      } catch {
-        /* never written: the shell died before it ran the plugin */
-      }
-    }
+    // a file is missing when the shell died before it ran the plugin: nothing to remove
+    for (const kind of ['env', 'in', 'out', 'err'] as const) unlink(this.file(id, kind), () => undefined);
   }
 }

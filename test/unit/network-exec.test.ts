@@ -545,6 +545,8 @@ describe('runaway plugins', () => {
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(JSON.parse(exit.stdout)).toMatchObject({ ips: [{ address: '127.0.0.1/8' }] });
     expect(shells()).toHaveLength(1);
+    // each request's files are removed off the event loop, just after its answer
+    for (let i = 0; i < 50 && readdirSync(execDir).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(readdirSync(execDir)).toEqual([]);
     l.close();
     for (let i = 0; i < 50 && shells().length; i++) await new Promise((r) => setTimeout(r, 20));
