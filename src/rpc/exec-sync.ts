@@ -90,7 +90,10 @@ async function run(
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   const stopped = new Promise<'timeout' | 'cancelled'>((resolve) => {
-    if (timeoutSec > 0) timer = setTimeout(() => resolve('timeout'), timeoutSec * 1000);
+    // Node runs due timers before the I/O that came in meanwhile: when the event loop was held up
+    // (a pod burst on a busy node), the command's end may be waiting behind its timer. Deciding one
+    // turn later lets an end that had already come count, as a runtime with threads would see it.
+    if (timeoutSec > 0) timer = setTimeout(() => setImmediate(() => resolve('timeout')), timeoutSec * 1000);
     onAbort = () => resolve('cancelled');
     if (ctx.signal.aborted) onAbort();
     else ctx.signal.addEventListener('abort', onAbort, { once: true });

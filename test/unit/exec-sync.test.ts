@@ -1,0 +1,79 @@
+import { spawn } from 'child_process';
+import type { Duplex } from 'stream';
+import { execSync } from '../../src/rpc/exec-sync';
+import type { CallContext } from '../../src/server/rpc';
+import type { StreamingServer } from '../../src/streaming/server';
+import { TYPE_CONTAINER, TYPE_LABEL } from '../../src/labels';
+import { FakeEngine, inspectInfo } from '../support/fake-engine';
+import { recordingLogger } from '../support/recording-logger';
+
+jest.setTimeout(20_000);
+
+/** An engine whose exec output is a real pipe from `sleep`: its end arrives as I/O, as Docker's does. */
+class PipedExecEngine extends FakeEngine {
+  constructor(private readonly runsForSec: number) {
+    super();
+  }
+
+  override async startExec(execId: string, opts: { stdin: boolean; tty: boolean }): Promise<Duplex> {
+    await super.startExec(execId, opts);
+    const child = spawn('sleep', [String(this.runsForSec)], { stdio: ['ignore', 'pipe', 'ignore'] });
+    child.on('exit', () => {
+      const e = this.execs.get(execId);
+      if (e) Object.assign(e.info, { Running: false, ExitCode: 0, Pid: 0 });
+    });
+    return child.stdout as unknown as Duplex;
+  }
+}
+
+function setup(runsForSec: number): { run(timeout: string): Promise<unknown> } {
+  const docker = new PipedExecEngine(runsForSec);
+  const id = docker.addContainer(
+    inspectInfo({
+      State: { Status: 'running', Running: true, Pid: 1 },
+      Config: { Labels: { [TYPE_LABEL]: TYPE_CONTAINER } },
+    }),
+  );
+  const { logger } = recordingLogger('error');
+  const handler = execSync({ docker, logger, streaming: {} as StreamingServer });
+  const ctx: CallContext = {
+    signal: new AbortController().signal,
+    method: 'ExecSync',
+    log: logger,
+    annotate: () => undefined,
+  };
+  return { run: (timeout) => handler({ container_id: id, cmd: ['true'], timeout }, ctx) };
+}
+
+/**
+ * Holds the event loop from `fromMs` to `toMs` after now, as a burst of work would. It holds it
+ * outside the timers phase (in setImmediate's), so the next turn starts with the due timers.
+ */
+function holdLoop(fromMs: number, toMs: number): void {
+  setTimeout(
+    () =>
+      setImmediate(() => {
+        const until = Date.now() + (toMs - fromMs);
+        while (Date.now() < until) {
+          /* busy */
+        }
+      }),
+    fromMs,
+  );
+}
+
+describe('ExecSync timeout', () => {
+  it('counts a command that ended while the event loop was held past its timeout', async () => {
+    // the command ends at about 0.5 s, its 1 s timer comes due at 1 s; the loop is held from 0.2 s
+    // to 1.6 s, so both are due when it turns again
+    const { run } = setup(0.5);
+    const answer = run('1');
+    holdLoop(200, 1600);
+    await expect(answer).resolves.toMatchObject({ exit_code: 0 });
+  });
+
+  it('still times out a command that runs on past its timeout', async () => {
+    const { run } = setup(3);
+    await expect(run('1')).rejects.toMatchObject({ kind: 'deadline-exceeded' });
+  });
+});
