@@ -153,7 +153,7 @@ describe('wrapHandler: the call context', () => {
     expect(lines).toHaveLength(1);
   });
 
-  it('logs an exec probe (ExecSync) at debug, a mutation at info, and either at warn when it fails', async () => {
+  it('logs an exec probe (ExecSync) at debug, a mutation at info, and a failed probe at warn', async () => {
     const { logger, records: lines } = recordingLogger('info');
     await invoke(
       unary('ExecSync', async () => ({}), logger),

@@ -18,15 +18,17 @@ class PipedExecEngine extends FakeEngine {
   override async startExec(execId: string, opts: { stdin: boolean; tty: boolean }): Promise<Duplex> {
     await super.startExec(execId, opts);
     const child = spawn('sleep', [String(this.runsForSec)], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const e = this.execs.get(execId);
+    // the exec's host pid is the child's: a timeout kills it, and nothing else on the host
+    if (e) Object.assign(e.info, { Pid: child.pid });
     child.on('exit', () => {
-      const e = this.execs.get(execId);
       if (e) Object.assign(e.info, { Running: false, ExitCode: 0, Pid: 0 });
     });
     return child.stdout as unknown as Duplex;
   }
 }
 
-function setup(runsForSec: number): { run(timeout: string): Promise<unknown> } {
+function setup(runsForSec: number): { run(timeout: string): Promise<unknown>; docker: PipedExecEngine } {
   const docker = new PipedExecEngine(runsForSec);
   const id = docker.addContainer(
     inspectInfo({
@@ -42,7 +44,7 @@ function setup(runsForSec: number): { run(timeout: string): Promise<unknown> } {
     log: logger,
     annotate: () => undefined,
   };
-  return { run: (timeout) => handler({ container_id: id, cmd: ['true'], timeout }, ctx) };
+  return { run: (timeout) => handler({ container_id: id, cmd: ['true'], timeout }, ctx), docker };
 }
 
 /**
@@ -72,8 +74,11 @@ describe('ExecSync timeout', () => {
     await expect(answer).resolves.toMatchObject({ exit_code: 0 });
   });
 
-  it('still times out a command that runs on past its timeout', async () => {
-    const { run } = setup(3);
+  it('still times out a command that runs on past its timeout, and kills it', async () => {
+    const { run, docker } = setup(3);
     await expect(run('1')).rejects.toMatchObject({ kind: 'deadline-exceeded' });
+    const exec = [...docker.execs.values()][0];
+    for (let i = 0; i < 50 && exec?.info.Running; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(exec?.info).toMatchObject({ Running: false });
   });
 });
