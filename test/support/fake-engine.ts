@@ -106,6 +106,12 @@ export function frame(stream: 1 | 2, payload: string | Buffer): Buffer {
 
 const notFound = (what: string): DomainError => new DockerError('not-found', 'no such object', what);
 
+/**
+ * An exec's host pid: above Linux's PID_MAX_LIMIT, so no process has it. A handler that kills a
+ * fake exec's process tree (a timed-out ExecSync does) must not reach a real process on the host.
+ */
+const NO_SUCH_PID = 4_194_305;
+
 export class FakeEngine implements DockerEngine {
   readonly containers = new Map<string, FakeContainer>();
   readonly images = new Map<string, Docker.ImageInspectInfo>();
@@ -401,7 +407,7 @@ export class FakeEngine implements DockerEngine {
     this.record('startExec', [execId, opts]);
     const e = this.execs.get(execId);
     if (!e) throw notFound(`start exec ${execId}`);
-    Object.assign(e.info, { Running: true, Pid: 4343 });
+    Object.assign(e.info, { Running: true, Pid: NO_SUCH_PID });
     return e.stream;
   }
 
