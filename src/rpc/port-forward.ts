@@ -1,9 +1,9 @@
 import { failedPrecondition, invalidArgument, notFound } from '../errors';
 import type { CallContext, RuntimeReq, RuntimeRes } from '../server/rpc';
-import { TYPE_LABEL, TYPE_SANDBOX } from '../labels';
 import { checkId } from '../cri/validation';
 import type { ExecDeps } from '../service-deps';
 import { findAnyContainer } from '../state/lookup';
+import { isSandboxContainer } from '../sandbox/lookup';
 
 export function portForwardRpc(deps: ExecDeps) {
   return async (req: RuntimeReq<'PortForward'>, ctx: CallContext): Promise<RuntimeRes<'PortForward'>> => {
@@ -13,7 +13,7 @@ export function portForwardRpc(deps: ExecDeps) {
     }
     const info = await findAnyContainer(deps, id);
     // a container id (or any other Docker container) is not a pod: forwarding into it would bypass the pod's identity
-    if (!info || info.Config.Labels?.[TYPE_LABEL] !== TYPE_SANDBOX) throw notFound(`pod sandbox ${id}`);
+    if (!info || !isSandboxContainer(info.Config.Labels)) throw notFound(`pod sandbox ${id}`);
     ctx.annotate({ podSandboxId: info.Id });
     if (!info.State.Running) throw failedPrecondition(`pod sandbox ${info.Id} is not running`);
     return { url: deps.streaming.issueUrl({ kind: 'portforward', podSandboxId: info.Id, ports: req.port ?? [] }) };
