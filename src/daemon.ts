@@ -27,6 +27,7 @@ import { listSandboxes } from './sandbox/list';
 import { reconcile, startNetworkJanitor } from './recovery/reconcile';
 import { nowNanos } from './time';
 import { createStateStore } from './state/store';
+import { ExecExits } from './docker/exec-exits';
 import { observeMutations } from './state/mutations';
 import { mustFindContainer } from './container/lookup';
 
@@ -112,7 +113,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
 
   const ownPorts = new Set<number>();
   // List and Status read this view; crishim's own Docker requests have what they touch re-inspected at once
-  const state = createStateStore(instrumented, logger);
+  const execExits = new ExecExits();
+  const state = createStateStore(instrumented, logger, { execExits });
   const docker = observeMutations(instrumented, {
     changing: (ref) => state.changing(ref),
     changed: (ref, brings) => state.reinspect(ref, brings),
@@ -129,6 +131,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     oomScoreAdjFloor: floor,
     ownPorts,
     state,
+    execExits,
     capabilities,
     crashAt,
   };

@@ -4,6 +4,7 @@ import type { CheckpointStore } from './checkpoint/store';
 import type { DockerEngine } from './docker/engine';
 import type { CapabilityGrant } from './docker/capabilities';
 import type { EngineInfo } from './docker/engine-info';
+import type { ExecExits } from './docker/exec-exits';
 import type { Logger } from './logging/logger';
 import type { NetworkPlugin } from './network/types';
 import type { StateStore } from './state/store';
@@ -28,6 +29,8 @@ export interface ServiceDeps {
   ownPorts?: Set<number>;
   /** The event-fed view List and Status read (src/state/); without it they ask Docker each time. */
   state?: StateStore;
+  /** Exec exit codes heard on the view's event stream; without it ExecSync inspects for them. */
+  execExits?: ExecExits;
   /** What privileged containers and `ALL` can be given here, detected once at start-up. */
   capabilities?: CapabilityGrant;
   /** Fault injection for the recovery tests (CRISHIM_CRASH_AT, read once by daemon.ts); absent: none. */
@@ -44,4 +47,6 @@ export interface ExecDeps {
    * pod every few seconds, all day. Without it each lookup asks Docker.
    */
   state?: StateStore;
+  /** Where an exec's end is heard rather than inspected for (see src/docker/exec-exits.ts). */
+  execExits?: ExecExits;
 }

@@ -112,7 +112,7 @@ async function run(
   }
   let exitCode: number;
   try {
-    exitCode = await waitForExit(deps.docker, execId);
+    exitCode = await waitForExit(deps.docker, execId, deps.execExits);
   } catch (err) {
     throw fromDockerError(err, `inspect exec in container ${containerId}`);
   }

@@ -1,8 +1,17 @@
-import type { DockerEvent, EventFilters } from '../docker/events';
+import type { DockerEngine } from '../docker/engine';
+import {
+  followDockerEvents,
+  type DockerEvent,
+  type EventFilters,
+  type EventSource,
+  type FollowOptions,
+} from '../docker/events';
+import type { Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
 import { BoundedSet } from './bounded-set';
+import { EXEC_DIE, type ExecExits } from '../docker/exec-exits';
 
-/** Which of Docker's container events change what the view holds, and which it has already seen. */
+/** Which of Docker's events the view follows, which change what it holds, and which it has already seen. */
 
 /**
  * Event actions after which inspect may answer differently (exec_*, attach, top, ... do not; nor
@@ -24,15 +33,51 @@ export const CHANGING_EVENTS = new Set([
 
 /**
  * What the view subscribes to: only the actions it acts on. Every ExecSync makes Docker send
- * exec_create, exec_start and exec_die for the container, three events per probe that dockerd
- * would encode and crishim parse only to drop; Docker matches `event` exactly (exec_* with a
- * command suffix included), so those never leave dockerd.
+ * exec_create, exec_start and exec_die for the container; Docker matches `event` exactly (exec_*
+ * with a command suffix included), so the first two never leave dockerd. exec_die (no suffix) is
+ * asked for when someone waits for exec exits (`viewEventFilters`): it saves an inspect per exec.
  */
 export const VIEW_EVENT_FILTERS: EventFilters = {
   type: ['container'],
   label: [TYPE_LABEL],
   event: [...CHANGING_EVENTS],
 };
+
+/** The view's filters, with exec_die when someone hears exec exits from its stream. */
+export const viewEventFilters = (execExits: boolean): EventFilters =>
+  execExits ? { ...VIEW_EVENT_FILTERS, event: [...(VIEW_EVENT_FILTERS.event ?? []), EXEC_DIE] } : VIEW_EVENT_FILTERS;
+
+/**
+ * The view's subscription. With `execExits`, it also carries every exec's exec_die, which goes
+ * there and not to `onEvent` (an exec changes nothing the view holds), and `execExits` is told
+ * while the stream is live: only then can an exit be heard at all.
+ */
+export function followViewEvents(
+  docker: DockerEngine,
+  logger: Logger,
+  execExits: ExecExits | undefined,
+  onEvent: (ev: DockerEvent) => void,
+  opts: FollowOptions,
+): EventSource {
+  const route = (ev: DockerEvent): void => (ev.Action === EXEC_DIE ? execExits?.heard(ev) : onEvent(ev));
+  const source = followDockerEvents(docker, viewEventFilters(!!execExits), route, logger, {
+    ...opts,
+    onSubscribed: (reconnect) => {
+      execExits?.setLive(true);
+      opts.onSubscribed?.(reconnect);
+    },
+    onDisconnect: (why) => {
+      execExits?.setLive(false);
+      opts.onDisconnect?.(why);
+    },
+  });
+  return {
+    close() {
+      source.close();
+      execExits?.setLive(false);
+    },
+  };
+}
 
 /** How long after crishim's own call (monotonic ms) its events are taken as seen: they come within milliseconds. */
 const BRINGS_MS = 2000;

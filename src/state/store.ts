@@ -1,8 +1,9 @@
 import type { DockerEngine } from '../docker/engine';
-import { followDockerEvents, type DockerEvent, type EventSource } from '../docker/events';
+import type { DockerEvent, EventSource } from '../docker/events';
 import { shortId, type Logger } from '../logging/logger';
 import { TYPE_LABEL } from '../labels';
-import { brought, CHANGING_EVENTS, HeardOnce, VIEW_EVENT_FILTERS, wasBrought, type Brought } from './docker-events';
+import { brought, CHANGING_EVENTS, followViewEvents, HeardOnce, wasBrought, type Brought } from './docker-events';
+import type { ExecExits } from '../docker/exec-exits';
 import { BoundedSet } from './bounded-set';
 import type { ContainerInfo, ReadOptions, StateStore } from './view';
 
@@ -13,6 +14,8 @@ export interface StoreOptions {
   resyncMs?: number;
   /** Events are how the view hears about changes made behind crishim's back; tests may feed them by hand. */
   subscribe?: boolean;
+  /** Told every exec's end from the same stream, so exec probes need not inspect for it. */
+  execExits?: ExecExits;
 }
 
 interface Entry {
@@ -218,7 +221,7 @@ export function createStateStore(docker: DockerEngine, logger: Logger, opts: Sto
   };
 
   if (opts.subscribe !== false) {
-    source = followDockerEvents(docker, VIEW_EVENT_FILTERS, onEvent, logger, {
+    source = followViewEvents(docker, logger, opts.execExits, onEvent, {
       retryMs: 250,
       onSubscribed: (reconnect) => {
         subscribed = true;

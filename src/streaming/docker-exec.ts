@@ -1,6 +1,7 @@
 import type { Duplex } from 'stream';
 import type * as Docker from '../docker/types';
 import type { DockerEngine } from '../docker/engine';
+import type { ExecExits } from '../docker/exec-exits';
 import type { Logger } from '../logging/logger';
 import { killProcessTree } from './process-kill';
 
@@ -31,10 +32,25 @@ export async function startExec(
 }
 
 /**
- * Exit code once Docker reports the exec finished. The hijacked stream can end
- * a moment before Docker records the exit, so this polls briefly.
+ * How long after its stream ended an exec's exit event may take before Docker is asked instead.
+ * It comes within milliseconds; a stream that lags longer (dockerd busy with a pod burst) costs
+ * the inspects it would have cost anyway.
  */
-export async function waitForExit(docker: DockerEngine, execId: string, maxWaitMs = 10_000): Promise<number> {
+export const EXIT_EVENT_GRACE_MS = 250;
+
+/**
+ * Exit code once Docker reports the exec finished: from its exit event where `exits` hears them,
+ * else by inspect. The hijacked stream can end a moment before Docker records the exit, so the
+ * inspect polls briefly.
+ */
+export async function waitForExit(
+  docker: DockerEngine,
+  execId: string,
+  exits?: ExecExits,
+  maxWaitMs = 10_000,
+): Promise<number> {
+  const heard = await exits?.wait(execId, EXIT_EVENT_GRACE_MS);
+  if (heard !== undefined) return heard;
   return pollExit(() => docker.inspectExec(execId), maxWaitMs);
 }
 

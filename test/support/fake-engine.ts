@@ -112,6 +112,17 @@ const notFound = (what: string): DomainError => new DockerError('not-found', 'no
  */
 const NO_SUCH_PID = 4_194_305;
 
+/** The event dockerd sends when an exec ends (what src/docker/exec-exits.ts hears). */
+export function execDieEvent(execID: string, exitCode: string, containerId = 'c'.repeat(64)): DockerEvent {
+  return {
+    Type: 'container',
+    Action: 'exec_die',
+    Actor: { ID: containerId, Attributes: { execID, exitCode } },
+    time: 0,
+    timeNano: 0,
+  };
+}
+
 export class FakeEngine implements DockerEngine {
   readonly containers = new Map<string, FakeContainer>();
   readonly images = new Map<string, Docker.ImageInspectInfo>();

@@ -1,17 +1,22 @@
 import { spawn } from 'child_process';
 import type { Duplex } from 'stream';
 import { execSync } from '../../src/rpc/exec-sync';
+import { ExecExits } from '../../src/docker/exec-exits';
 import type { CallContext } from '../../src/server/rpc';
 import type { StreamingServer } from '../../src/streaming/server';
 import { TYPE_CONTAINER, TYPE_LABEL } from '../../src/labels';
-import { FakeEngine, inspectInfo } from '../support/fake-engine';
+import { execDieEvent, FakeEngine, inspectInfo } from '../support/fake-engine';
 import { recordingLogger } from '../support/recording-logger';
 
 jest.setTimeout(20_000);
 
 /** An engine whose exec output is a real pipe from `sleep`: its end arrives as I/O, as Docker's does. */
 class PipedExecEngine extends FakeEngine {
-  constructor(private readonly runsForSec: number) {
+  constructor(
+    private readonly runsForSec: number,
+    /** Hears each exec's end as the view's event stream would (exec_die), when given. */
+    private readonly exits?: ExecExits,
+  ) {
     super();
   }
 
@@ -23,13 +28,17 @@ class PipedExecEngine extends FakeEngine {
     if (e) Object.assign(e.info, { Pid: child.pid });
     child.on('exit', () => {
       if (e) Object.assign(e.info, { Running: false, ExitCode: 0, Pid: 0 });
+      this.exits?.heard(execDieEvent(execId, '0'));
     });
     return child.stdout as unknown as Duplex;
   }
 }
 
-function setup(runsForSec: number): { run(timeout: string): Promise<unknown>; docker: PipedExecEngine } {
-  const docker = new PipedExecEngine(runsForSec);
+function setup(
+  runsForSec: number,
+  exits?: ExecExits,
+): { run(timeout: string): Promise<unknown>; docker: PipedExecEngine } {
+  const docker = new PipedExecEngine(runsForSec, exits);
   const id = docker.addContainer(
     inspectInfo({
       State: { Status: 'running', Running: true, Pid: 1 },
@@ -37,7 +46,7 @@ function setup(runsForSec: number): { run(timeout: string): Promise<unknown>; do
     }),
   );
   const { logger } = recordingLogger('error');
-  const handler = execSync({ docker, logger, streaming: {} as StreamingServer });
+  const handler = execSync({ docker, logger, streaming: {} as StreamingServer, execExits: exits });
   const ctx: CallContext = {
     signal: new AbortController().signal,
     method: 'ExecSync',
@@ -80,5 +89,19 @@ describe('ExecSync timeout', () => {
     const exec = [...docker.execs.values()][0];
     for (let i = 0; i < 50 && exec?.info.Running; i++) await new Promise((r) => setTimeout(r, 20));
     expect(exec?.info).toMatchObject({ Running: false });
+  });
+});
+
+describe('ExecSync exit code', () => {
+  it('comes from the exec_die event where one is heard, with no exec inspect', async () => {
+    const exits = new ExecExits();
+    exits.setLive(true);
+    const { run, docker } = setup(0.05, exits);
+    // the first exec of an engine is inspected for: nothing says yet that this one sends exec_die
+    await expect(run('5')).resolves.toMatchObject({ exit_code: 0 });
+    const before = docker.count('inspectExec');
+    expect(before).toBeGreaterThan(0);
+    for (let i = 0; i < 3; i++) await expect(run('5')).resolves.toMatchObject({ exit_code: 0 });
+    expect(docker.count('inspectExec')).toBe(before);
   });
 });

@@ -5,7 +5,8 @@ import type * as Docker from '../../src/docker/types';
 import { createStateStore, type StateStore } from '../../src/state/store';
 import { brought, HeardOnce, wasBrought } from '../../src/state/docker-events';
 import type { DockerEvent } from '../../src/docker/events';
-import { FakeEngine, inspectInfo } from '../support/fake-engine';
+import { ExecExits } from '../../src/docker/exec-exits';
+import { execDieEvent, FakeEngine, inspectInfo } from '../support/fake-engine';
 
 const TYPE = 'io.kubernetes.docker.type';
 const hex = (c: string): string => c.repeat(64);
@@ -461,6 +462,36 @@ describe('state store', () => {
     open();
     answered();
     expect((await got)?.Id).toBe(hex('b'));
+  });
+
+  it('passes exec exits on to whoever waits for them, and only asks Docker for them then', async () => {
+    const plain = fakeDocker();
+    store = createStateStore(plain.api, logger, { resyncMs: 0 });
+    await store.list();
+    await until(() => plain.streams.length === 1, 'the subscription');
+    expect(plain.api.eventSubscriptions[0].opts.filters?.event).not.toContain('exec_die');
+    store.close();
+
+    const d = fakeDocker();
+    d.add(hex('a'), 'running');
+    const execExits = new ExecExits();
+    store = createStateStore(d.api, logger, { resyncMs: 0, execExits });
+    await store.list();
+    await until(() => d.streams.length === 1, 'the subscription');
+    expect(d.api.eventSubscriptions[0].opts.filters?.event).toContain('exec_die');
+    const inspects = d.calls.inspect;
+    d.emit(execDieEvent('e0', '0', hex('a')));
+    await emitRead(d, hex('a'));
+    const waited = execExits.wait('e1', 5000);
+    d.emit(execDieEvent('e1', '2', hex('a')));
+    await expect(waited).resolves.toBe(2);
+    // an exec changes nothing the view holds
+    expect(await states(store)).toEqual({ a: 'running' });
+    expect(d.calls.inspect).toBe(inspects);
+    // a broken stream lets a waiter go to inspect at once
+    const cut = execExits.wait('e2', 60_000);
+    d.streams[0].destroy();
+    await expect(cut).resolves.toBeUndefined();
   });
 
   it('discards an inspect answer that predates a later change', async () => {
