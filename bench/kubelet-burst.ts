@@ -13,6 +13,7 @@
  *
  * Needs what `npm run test:kubernetes` needs (docs/kubernetes.md), and for cri-dockerd a
  * `cri-dockerd` binary in KUBE_BIN_DIR. A runtime whose cluster cannot start fails the run.
+ * CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=DIR' profiles crishim, one file per round.
  */
 import { spawn } from 'child_process';
 import { promises as fsp } from 'fs';

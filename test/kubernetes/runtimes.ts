@@ -96,6 +96,8 @@ export async function startRuntime(
     return watchedRuntime(kind, dir, cni, (socket) => [
       process.execPath,
       [
+        // as for `npm run bench`, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
+        ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
         path.join(REPO, 'dist', 'main.js'),
         '--container-runtime-endpoint',
         `unix://${socket}`,
