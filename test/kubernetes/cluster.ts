@@ -106,7 +106,7 @@ function kubeletConfig(port: number, healthzPort: number, resolvConf: string, ga
  */
 function removeLeftPods(bins: KubeBinaries, runtime: Runtime): void {
   const crictl = bins.path('crictl');
-  if (!runtime.daemon.alive() || !executable(crictl)) return;
+  if (!runtime.daemon.alive()) return;
   try {
     execFileSync(crictl, ['--runtime-endpoint', runtime.endpoint, 'rmp', '--all', '--force'], {
       stdio: 'ignore',
@@ -159,6 +159,11 @@ async function keepLogs(dir: string, runtime: RuntimeKind): Promise<void> {
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   await refuseBesideForeignPods(opts.runtime);
   if (!executable(ETCD)) throw new Error(`${ETCD} is missing: apt-get install etcd-server`);
+  // the kubelet leaves the containers of deleted pods for its garbage collector, which rarely runs
+  // before the cluster stops: without crictl to remove them, every later cluster on this dockerd
+  // (the next round of a bench) runs beside them and lists them all
+  if (!executable(opts.bins.path('crictl')))
+    throw new Error(`KUBE_BIN_DIR=${opts.bins.dir} lacks crictl, which removes the pods a cluster leaves`);
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), `k8s-${opts.runtime}-`));
   const daemons: Daemon[] = [];
   const bin = opts.bins.path;
