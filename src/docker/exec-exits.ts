@@ -27,6 +27,8 @@ export class ExecExits {
   setLive(live: boolean): void {
     this.live = live;
     if (live) return;
+    // the engine may come back another version, one that sends no exec_die: learn it again
+    this.heardAny = false;
     // whatever they wait for may have been lost with the stream: let them inspect now
     for (const resolve of this.waiters.values()) resolve(undefined);
     this.waiters.clear();

@@ -45,11 +45,19 @@ describe('ExecExits', () => {
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
-  it('lets the waiters go when the stream breaks', async () => {
+  it('lets the waiters go when the stream breaks, and waits again only once the new one brings an exit', async () => {
     const exits = warmed();
     const waited = exits.wait('e4', 60_000);
     exits.setLive(false);
     await expect(waited).resolves.toBeUndefined();
+    exits.setLive(true);
+    const started = Date.now();
+    await expect(exits.wait('e5', 5000)).resolves.toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(1000);
+    exits.heard(execDieEvent('e6', '0'));
+    const next = exits.wait('e7', 5000);
+    exits.heard(execDieEvent('e7', '4'));
+    await expect(next).resolves.toBe(4);
   });
 
   it('leaves the exit codes of failed starts to inspect', async () => {
