@@ -7,12 +7,11 @@ export const EXEC_DIE = 'exec_die';
  * Exit codes of execs as Docker's `exec_die` events carry them (attributes `execID`, `exitCode`),
  * so learning how an exec probe ended costs no `GET /exec/{id}/json`. The hijacked connection
  * ends a moment before dockerd records the exit, so the inspect-only way needed one to two
- * inspects per exec: on a node with 110 pods probed every few seconds, that is most of the
- * Docker requests the probes make.
+ * inspects per exec, close to half the Docker requests of every exec probe on the node.
  *
- * Fed by the state view's event stream (store.ts), which knows when that stream is live. Where
- * no event can be relied on (stream down, or an engine that has sent none yet), `wait` answers
- * at once and the caller inspects as before.
+ * Fed by the state view's event stream (docker-events.ts), which says when that stream is live.
+ * Where no event can be relied on (the stream is down, or has brought no exec_die since it
+ * connected: an engine may send none), `wait` answers at once and the caller inspects as before.
  */
 export class ExecExits {
   /** Exits heard before anyone waited for them (an event can beat the stream's end); oldest dropped first. */
