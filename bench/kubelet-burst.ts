@@ -14,6 +14,8 @@
  * Needs what `npm run test:kubernetes` needs (docs/kubernetes.md), and for cri-dockerd a
  * `cri-dockerd` binary in KUBE_BIN_DIR. A runtime whose cluster cannot start fails the run.
  * CRISHIM_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=DIR' profiles crishim, one file per round.
+ * CRISHIM_BENCH_DAEMON_FLAGS and CRISHIM_BENCH_KUBELET_FLAGS add flags to crishim and the kubelet
+ * (e.g. '--log-level debug', '--v=3') for reading a round's logs afterwards, not for timing it.
  */
 import { spawn } from 'child_process';
 import { promises as fsp } from 'fs';

@@ -261,6 +261,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     `--root-dir=${dir}/kubelet`,
     `--hostname-override=${node}`,
     '--v=2',
+    // e.g. '--v=3' to log each probe's outcome; a later flag wins
+    ...(process.env.CRISHIM_BENCH_KUBELET_FLAGS ?? '').split(' ').filter(Boolean),
   ]);
   const ready = async (): Promise<boolean> => {
     const n = JSON.parse(kubectl(['get', 'node', node, '-o', 'json'])) as {

@@ -105,6 +105,8 @@ export async function startRuntime(
         path.join(dir, 'crishim-root'),
         '--cni-conf-dir',
         confDir,
+        // e.g. '--log-level debug' for each call's duration and each Docker request
+        ...(process.env.CRISHIM_BENCH_DAEMON_FLAGS ?? '').split(' ').filter(Boolean),
       ],
     ]);
   }
