@@ -17,7 +17,7 @@
  * CRISHIM_BENCH_DAEMON_FLAGS and CRISHIM_BENCH_KUBELET_FLAGS add flags to crishim and the kubelet
  * (e.g. '--log-level debug', '--v=3') for reading a round's logs afterwards, not for timing it.
  */
-import { spawn } from 'child_process';
+import { spawn, type ChildProcess } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { CONTROL_PLANE, kubeBinaries } from '../test/kubernetes/binaries';
@@ -74,38 +74,55 @@ function watchReady(
 ): { done: Promise<number[]>; soFar(): number[]; running(): number[]; stop(): void } {
   const ready = new Map<string, number>();
   const running = new Map<string, number>();
-  const watch = spawn(
-    c.bins.path('kubectl'),
-    [
-      '--kubeconfig',
-      c.kubeconfig,
-      'get',
-      'pods',
-      '-n',
-      ns,
-      '--watch',
-      '-o',
-      'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[0].state.running.startedAt}{"\\n"}',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let buffered = '';
+  let watch: ChildProcess | undefined;
+  let stopped = false;
+  // the API server may end a watch under load (kubectl then exits 0): a new one lists the pods
+  // again, and the times already seen stay
+  let restartsLeft = 20;
   const done = new Promise<number[]>((resolve, reject) => {
-    watch.stdout.on('data', (chunk: Buffer) => {
-      const at = now() - t0();
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) {
-        const [name, status, startedAt] = line.trim().split(' ');
-        if (name && startedAt && !running.has(name)) running.set(name, at);
-        if (name && status === 'True' && !ready.has(name)) ready.set(name, at);
-      }
-      if (ready.size >= n) resolve([...ready.values()]);
-    });
-    watch.on('exit', (code) => reject(new Error(`kubectl get --watch exited ${code} with ${ready.size}/${n} Ready`)));
+    const follow = (): void => {
+      const w = spawn(
+        c.bins.path('kubectl'),
+        [
+          '--kubeconfig',
+          c.kubeconfig,
+          'get',
+          'pods',
+          '-n',
+          ns,
+          '--watch',
+          '-o',
+          'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[0].state.running.startedAt}{"\\n"}',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      watch = w;
+      let buffered = '';
+      w.stdout.on('data', (chunk: Buffer) => {
+        const at = now() - t0();
+        buffered += chunk.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) {
+          const [name, status, startedAt] = line.trim().split(' ');
+          if (name && startedAt && !running.has(name)) running.set(name, at);
+          if (name && status === 'True' && !ready.has(name)) ready.set(name, at);
+        }
+        if (ready.size >= n) resolve([...ready.values()]);
+      });
+      w.on('exit', (code) => {
+        if (stopped || ready.size >= n) return;
+        if (code === 0 && restartsLeft-- > 0) setTimeout(follow, 100);
+        else reject(new Error(`kubectl get --watch exited ${code} with ${ready.size}/${n} Ready`));
+      });
+    };
+    follow();
   });
-  return { done, soFar: () => [...ready.values()], running: () => [...running.values()], stop: () => watch.kill() };
+  const stop = (): void => {
+    stopped = true;
+    watch?.kill();
+  };
+  return { done, soFar: () => [...ready.values()], running: () => [...running.values()], stop };
 }
 
 async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> {
