@@ -81,6 +81,7 @@ function watchReady(
   let restartsLeft = 20;
   const done = new Promise<number[]>((resolve, reject) => {
     const follow = (): void => {
+      if (stopped) return;
       const w = spawn(
         c.bins.path('kubectl'),
         [
