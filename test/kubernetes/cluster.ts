@@ -109,11 +109,13 @@ function removeLeftPods(bins: KubeBinaries, runtime: Runtime): void {
   if (!runtime.daemon.alive()) return;
   try {
     execFileSync(crictl, ['--runtime-endpoint', runtime.endpoint, 'rmp', '--all', '--force'], {
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', 'pipe'],
       timeout: 120_000,
     });
   } catch (err) {
-    console.warn(`removing the pods left on ${runtime.kind} failed: ${String(err)}`);
+    // the message holds crictl's whole stderr, a line per pod: the last lines say why
+    const [command, ...stderr] = (err as Error).message.trim().split('\n');
+    console.warn(`removing the pods left on ${runtime.kind} failed: ${[command, ...stderr.slice(-2)].join('\n')}`);
   }
 }
 
