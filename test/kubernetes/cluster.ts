@@ -11,7 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { docker } from '../e2e/harness';
 import { executable, type KubeBinaries } from './binaries';
-import { freePort, listening, spawnDaemon, waitReady, type Daemon } from './processes';
+import { envFlags, freePort, listening, spawnDaemon, waitReady, type Daemon } from './processes';
 import { importImages, onDocker, startRuntime, type Runtime, type RuntimeKind } from './runtimes';
 
 export interface ClusterOptions {
@@ -264,7 +264,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     `--hostname-override=${node}`,
     '--v=2',
     // e.g. '--v=3' to log each probe's outcome; a later flag wins
-    ...(process.env.CRISHIM_BENCH_KUBELET_FLAGS ?? '').split(' ').filter(Boolean),
+    ...envFlags('CRISHIM_BENCH_KUBELET_FLAGS'),
   ]);
   const ready = async (): Promise<boolean> => {
     const n = JSON.parse(kubectl(['get', 'node', node, '-o', 'json'])) as {

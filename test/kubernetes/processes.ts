@@ -21,6 +21,11 @@ export function exited(proc: ChildProcess): Promise<void> {
   });
 }
 
+/** Extra command-line flags a bench or test run passes in the environment variable `name`, space-separated. */
+export function envFlags(name: string): string[] {
+  return (process.env[name] ?? '').split(' ').filter(Boolean);
+}
+
 export function spawnDaemon(name: string, cmd: string, args: string[], logFile: string): Daemon {
   const log = createWriteStream(logFile, { flags: 'a' });
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });

@@ -8,7 +8,7 @@ import { promises as fsp } from 'fs';
 import * as net from 'net';
 import * as path from 'path';
 import { REPO, writeCniConfig, type CniSetup } from '../e2e/harness';
-import { spawnDaemon, waitReady, type Daemon } from './processes';
+import { envFlags, spawnDaemon, waitReady, type Daemon } from './processes';
 
 export type RuntimeKind = 'crishim' | 'containerd' | 'cri-dockerd';
 
@@ -97,7 +97,7 @@ export async function startRuntime(
       process.execPath,
       [
         // as for `npm run bench`, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' (NODE_OPTIONS refuses --cpu-prof)
-        ...(process.env.CRISHIM_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+        ...envFlags('CRISHIM_BENCH_NODE_FLAGS'),
         path.join(REPO, 'dist', 'main.js'),
         '--container-runtime-endpoint',
         `unix://${socket}`,
@@ -106,7 +106,7 @@ export async function startRuntime(
         '--cni-conf-dir',
         confDir,
         // e.g. '--log-level debug' for each call's duration and each Docker request
-        ...(process.env.CRISHIM_BENCH_DAEMON_FLAGS ?? '').split(' ').filter(Boolean),
+        ...envFlags('CRISHIM_BENCH_DAEMON_FLAGS'),
       ],
     ]);
   }
