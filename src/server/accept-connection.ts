@@ -1,14 +1,12 @@
 import type * as net from 'net';
-import { Duplex } from 'stream';
 import { AuthorityRewriter } from './authority-fix';
 
 /**
  * How an accepted CRI connection reaches grpc-js. Clients that send a valid
  * `:authority` (kubelets whose CRI client sets `localhost`, grpc-js) get the
  * bare socket, so HTTP/2 reads and writes it natively and no byte crosses into
- * JavaScript (a stream in between cost about a quarter of a relist's CPU). Old
- * clients that send the socket path go behind the rewriting stream of
- * authority-fix.ts.
+ * JavaScript. Old clients that send the socket path have each request header
+ * block rewritten (authority-fix.ts) on its way through authority-relay.ts.
  *
  * Which one a connection is shows in its first header block, so its first
  * bytes are held until then. grpc-go sends no request before the server's
@@ -17,69 +15,32 @@ import { AuthorityRewriter } from './authority-fix';
  * is dropped (nghttp2 would take it for an unexpected ACK of its own).
  */
 
-/** Wraps an accepted connection so grpc-js reads the rewritten request stream; `held` are bytes `rewriter` already let through. */
-function withAuthorityFix(socket: net.Socket, rewriter: AuthorityRewriter, held: Buffer[]): Duplex {
-  const duplex = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk: Buffer, _enc, cb) {
-      socket.write(chunk, cb);
-    },
-    // what HTTP/2 flushes together (a response's headers, data and trailers) leaves in one writev
-    writev(chunks: Array<{ chunk: Buffer }>, cb) {
-      socket.cork();
-      chunks.forEach(({ chunk }, i) => socket.write(chunk, i === chunks.length - 1 ? cb : undefined));
-      socket.uncork();
-    },
-    final(cb) {
-      socket.end(cb);
-    },
-    destroy(err, cb) {
-      socket.destroy(err ?? undefined);
-      cb(err);
-    },
-  });
-  for (const b of held) duplex.push(b);
-  socket.on('data', (chunk: Buffer) => {
-    let out: Buffer;
-    try {
-      out = rewriter.push(chunk);
-    } catch (err) {
-      // undecodable headers: the connection is unusable either way
-      socket.destroy(err as Error);
-      return;
-    }
-    if (out.length > 0 && !duplex.push(out)) socket.pause();
-  });
-  socket.on('end', () => duplex.push(null));
-  socket.on('error', (err) => duplex.destroy(err));
-  socket.on('close', () => duplex.destroy());
-  socket.resume();
-  return duplex;
-}
-
 /** An empty SETTINGS frame: the server preface, all defaults (nghttp2 sends its own values next). */
 const EMPTY_SETTINGS = Buffer.from([0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
 
 /**
  * How long a new connection may hold back its first header block before it is served through
- * the shim anyway: a client that connects and waits (or pings) must not wait on us.
+ * the rewrite route anyway: a client that connects and waits (or pings) must not wait on us.
  */
 const DECIDE_MS = 250;
-/** Bytes held back while undecided before the connection goes to the shim, whose stream applies backpressure. */
+/** Bytes held back while undecided before the connection takes the rewrite route, which applies backpressure. */
 const MAX_HELD = 1 << 20;
 
-/**
- * Hands an accepted connection to `serve`: as the bare socket when its first request carries a
- * valid :authority, else behind the rewriting stream (see the top of this file).
- */
-export function serveConnection(socket: net.Socket, serve: (conn: Duplex) => void, decideMs = DECIDE_MS): void {
+/** Where serveConnection sends an accepted connection once it knows which kind it is. */
+export interface ConnectionRoutes {
+  /** its first request carries a valid :authority: HTTP/2 takes the socket as it is */
+  bare(conn: net.Socket): void;
+  /** its requests need rewriting: `held` are the bytes `rewriter` already let through */
+  rewrite(conn: net.Socket, rewriter: AuthorityRewriter, held: Buffer[]): void;
+}
+
+/** Hands an accepted connection to one of `routes` (see the top of this file). */
+export function serveConnection(socket: net.Socket, routes: ConnectionRoutes, decideMs = DECIDE_MS): void {
   const rewriter = new AuthorityRewriter({ ownSettingsSent: true });
   const held: Buffer[] = [];
   let heldBytes = 0;
   let done = false;
-  const finish = (how: 'bare' | 'shim' | 'drop', err?: Error): void => {
+  const finish = (how: 'bare' | 'rewrite' | 'drop', err?: Error): void => {
     if (done) return;
     done = true;
     clearTimeout(timer);
@@ -93,9 +54,9 @@ export function serveConnection(socket: net.Socket, serve: (conn: Duplex) => voi
     } else if (how === 'bare') {
       // HTTP/2 reads what is buffered on the socket before its own reads (node issue 35475)
       if (held.length > 0) socket.unshift(Buffer.concat(held));
-      serve(socket);
+      routes.bare(socket);
     } else {
-      serve(withAuthorityFix(socket, rewriter, held));
+      routes.rewrite(socket, rewriter, held);
     }
   };
   const onData = (chunk: Buffer): void => {
@@ -109,10 +70,10 @@ export function serveConnection(socket: net.Socket, serve: (conn: Duplex) => voi
     }
     const decision = rewriter.decision;
     if (decision === 'passthrough') finish('bare');
-    else if (decision === 'rewrite' || heldBytes > MAX_HELD) finish('shim');
+    else if (decision === 'rewrite' || heldBytes > MAX_HELD) finish('rewrite');
   };
   const onGone = (): void => finish('drop');
-  const timer = setTimeout(() => finish('shim'), decideMs);
+  const timer = setTimeout(() => finish('rewrite'), decideMs);
   socket.on('data', onData);
   socket.once('end', onGone);
   socket.once('close', onGone);

@@ -2,6 +2,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as grpc from '@grpc/grpc-js';
 import { serveConnection } from './accept-connection';
+import { AuthorityRelay } from './authority-relay';
 import { wrapHandler, type HandlerOptions } from './call-handler';
 import { withCachedListEncoding } from './list-encoding';
 import { MAX_MESSAGE_BYTES } from './proto';
@@ -74,7 +75,7 @@ function gracefulShutdown(server: grpc.Server, graceMs: number): Promise<void> {
 /**
  * Serves on a Unix socket we bind (mode 0660) or on the listening fd systemd
  * passed (`fd://`). Either way we accept connections ourselves and hand them to
- * grpc-js, so the :authority shim (authority-fix.ts) can sit in between.
+ * grpc-js, so the :authority rewrite (authority-fix.ts) can sit in between.
  */
 export async function startCriServer(opts: CriServerOptions): Promise<CriServer> {
   const activated = opts.endpoint.startsWith('fd://');
@@ -91,7 +92,14 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
   }
   const server = createGrpcServer(opts);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const listener = net.createServer((conn) => serveConnection(conn, (c) => injector.injectConnection(c)));
+  const relay = new AuthorityRelay((c) => injector.injectConnection(c));
+  await relay.start();
+  const listener = net.createServer((conn) =>
+    serveConnection(conn, {
+      bare: (c) => injector.injectConnection(c),
+      rewrite: (c, rewriter, held) => relay.relay(c, rewriter, held),
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     listener.once('error', (err) => reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)));
     if (fd !== undefined) listener.listen({ fd }, () => resolve());
@@ -105,6 +113,7 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
     socketPath,
     async shutdown(graceMs = 10_000) {
       listener.close();
+      relay.close();
       await gracefulShutdown(server, graceMs);
       injector.destroy();
       if (!activated) fs.rmSync(socketPath, { force: true });

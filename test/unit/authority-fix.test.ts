@@ -5,8 +5,8 @@ import * as hpack from 'hpack.js';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import type { Duplex } from 'stream';
 import { serveConnection } from '../../src/server/accept-connection';
+import { AuthorityRelay } from '../../src/server/authority-relay';
 import {
   AuthorityRewriter,
   HeaderBlockError,
@@ -255,6 +255,7 @@ describe('serving a connection bare or behind the shim', () => {
   let sock: string;
   let listener: net.Server;
   let server: grpc.Server;
+  let relay: AuthorityRelay | undefined;
   let served: Array<'bare' | 'shim'>;
 
   /** A gRPC echo server whose connections go through serveConnection. */
@@ -267,12 +268,21 @@ describe('serving a connection bare or behind the shim', () => {
       },
     );
     const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const started = new AuthorityRelay((conn) => injector.injectConnection(conn));
+    relay = started;
+    await started.start();
     listener = net.createServer((c) =>
       serveConnection(
         c,
-        (conn: Duplex) => {
-          served.push(conn instanceof net.Socket ? 'bare' : 'shim');
-          injector.injectConnection(conn);
+        {
+          bare: (conn) => {
+            served.push('bare');
+            injector.injectConnection(conn);
+          },
+          rewrite: (conn, rewriter, held) => {
+            served.push('shim');
+            started.relay(conn, rewriter, held);
+          },
         },
         decideMs,
       ),
@@ -287,6 +297,7 @@ describe('serving a connection bare or behind the shim', () => {
   });
   afterEach(async () => {
     listener?.close();
+    relay?.close();
     server?.forceShutdown();
     fs.rmSync(dir, { recursive: true, force: true });
   });
