@@ -1,5 +1,6 @@
 import { randomBytes } from 'crypto';
 import * as net from 'net';
+import type { ConnectionRoutes } from './accept-connection';
 import type { AuthorityRewriter } from './authority-fix';
 
 /**
@@ -116,4 +117,12 @@ export class AuthorityRelay {
     conn.on('error', () => conn.destroy());
     conn.on('close', () => clearTimeout(timer));
   }
+}
+
+/** serveConnection's routes for a server that takes connections by `inject`: bare ones as they are, the rest through `relay`. */
+export function routesThrough(relay: AuthorityRelay, inject: (conn: net.Socket) => void): ConnectionRoutes {
+  return {
+    bare: inject,
+    rewrite: (conn, rewriter, held) => relay.relay(conn, rewriter, held),
+  };
 }

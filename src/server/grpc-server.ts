@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as grpc from '@grpc/grpc-js';
 import { serveConnection } from './accept-connection';
-import { AuthorityRelay } from './authority-relay';
+import { AuthorityRelay, routesThrough } from './authority-relay';
 import { wrapHandler, type HandlerOptions } from './call-handler';
 import { withCachedListEncoding } from './list-encoding';
 import { MAX_MESSAGE_BYTES } from './proto';
@@ -92,14 +92,11 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
   }
   const server = createGrpcServer(opts);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const relay = new AuthorityRelay((c) => injector.injectConnection(c));
+  const inject = (c: net.Socket): void => injector.injectConnection(c);
+  const relay = new AuthorityRelay(inject);
   await relay.start();
-  const listener = net.createServer((conn) =>
-    serveConnection(conn, {
-      bare: (c) => injector.injectConnection(c),
-      rewrite: (c, rewriter, held) => relay.relay(c, rewriter, held),
-    }),
-  );
+  const routes = routesThrough(relay, inject);
+  const listener = net.createServer((conn) => serveConnection(conn, routes));
   await new Promise<void>((resolve, reject) => {
     listener.once('error', (err) => reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)));
     if (fd !== undefined) listener.listen({ fd }, () => resolve());
