@@ -48,8 +48,17 @@ export function socketAnswers(socketPath: string): Promise<boolean> {
   });
 }
 
+/** A Unix socket address holds 108 bytes with the NUL: given a longer path, Node binds it cut short. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
 /** Replaces a stale socket file; refuses to steal one another live daemon serves. */
 export async function prepareSocket(socketPath: string, logger: Logger): Promise<void> {
+  const bytes = Buffer.byteLength(socketPath);
+  if (bytes > MAX_SOCKET_PATH_BYTES) {
+    throw new Error(
+      `${socketPath} is ${bytes} bytes, longer than a Unix socket path can be (${MAX_SOCKET_PATH_BYTES}); choose a shorter --container-runtime-endpoint`,
+    );
+  }
   fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o750 });
   let st: fs.Stats;
   try {

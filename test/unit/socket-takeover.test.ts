@@ -62,4 +62,11 @@ describe('a live daemon keeps its socket', () => {
     await prepareSocket(sock, createLogger('error', 'text'));
     expect(existsSync(sock)).toBe(false);
   });
+
+  it('refuses a path longer than a Unix socket address, which Node would bind cut short', async () => {
+    const sock = path.join(dir, 'deeper', 'x'.repeat(120) + '.sock');
+    await expect(prepareSocket(sock, createLogger('error', 'text'))).rejects.toThrow(/longer than a Unix socket path/);
+    // refused before anything was made for it
+    expect(existsSync(path.dirname(sock))).toBe(false);
+  });
 });
