@@ -97,12 +97,19 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
   await relay.start();
   const routes = routesThrough(relay, inject);
   const listener = net.createServer((conn) => serveConnection(conn, routes));
-  await new Promise<void>((resolve, reject) => {
-    listener.once('error', (err) => reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)));
-    if (fd !== undefined) listener.listen({ fd }, () => resolve());
-    else listener.listen(socketPath, () => resolve());
-  });
-  if (!activated) fs.chmodSync(socketPath, 0o660);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', (err) => reject(new Error(`cannot listen on ${socketPath}: ${err.message}`)));
+      if (fd !== undefined) listener.listen({ fd }, () => resolve());
+      else listener.listen(socketPath, () => resolve());
+    });
+    if (!activated) fs.chmodSync(socketPath, 0o660);
+  } catch (err) {
+    // whoever started the server may go on (a test, a retried start): nothing of it stays listening
+    listener.close();
+    relay.close();
+    throw err;
+  }
   opts.logger.info(activated ? 'CRI server listening on the socket-activated fd' : 'CRI server listening', {
     socket: socketPath,
   });
