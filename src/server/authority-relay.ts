@@ -79,12 +79,9 @@ export class AuthorityRelay {
       if (out.length > 0 && !inner.write(out)) client.pause();
     });
     inner.on('drain', () => client.resume());
-    inner.on('data', (chunk: Buffer) => {
-      if (!client.write(chunk)) inner.pause();
-    });
-    client.on('drain', () => inner.resume());
     client.on('end', () => inner.end());
-    inner.on('end', () => client.end());
+    // the answers go back unchanged: Node's pipe pauses on a full client and ends it with inner
+    inner.pipe(client);
     client.on('error', () => cut());
     inner.on('error', () => cut());
     client.on('close', () => cut());
