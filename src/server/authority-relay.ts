@@ -79,9 +79,12 @@ export class AuthorityRelay {
       if (out.length > 0 && !inner.write(out)) client.pause();
     });
     inner.on('drain', () => client.resume());
+    inner.on('data', (chunk: Buffer) => {
+      if (!client.write(chunk)) inner.pause();
+    });
+    client.on('drain', () => inner.resume());
     client.on('end', () => inner.end());
-    // the answers go back unchanged: Node's pipe pauses on a full client and ends it with inner
-    inner.pipe(client);
+    inner.on('end', () => client.end());
     client.on('error', () => cut());
     inner.on('error', () => cut());
     client.on('close', () => cut());
