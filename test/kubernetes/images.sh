@@ -1,7 +1,8 @@
 #!/bin/bash
 # Usage: test/kubernetes/images.sh [--rebuild] BIN_DIR
-# Builds into the local Docker Engine, with no registry, the images a kubeadm v1.26.0 cluster on
-# crishim and the e2e [NodeConformance] specs (test/e2e/common/{node,storage,network}) use.
+# Builds into the local Docker Engine, with no registry, the images a kubeadm cluster on
+# crishim and the e2e [NodeConformance] specs (test/e2e/common/{node,storage,network}) of a v1.26
+# or v1.28 e2e.test use (each names its own tags of busybox, agnhost and etcd: both are built).
 # Skips images already present unless --rebuild. BIN_DIR: static agnhost nnp kube-apiserver
 # kube-controller-manager kube-scheduler [kube-proxy]. Host: busybox-static bash openssl etcd-server
 # [etcd-client]. K8S_SRC (optional, a Kubernetes tree): source of agnhost's porter certs (else generated).
@@ -9,15 +10,16 @@
 # e2e stand-ins; base = busybox-static applets, /bin/sh = sh-shim.c (busybox ash, but a lone simple
 # command runs with env vars named like a-b kept; agnhost's /bin/sh is bash), curl and nc shims in
 # /usr/bin, Debian bash, user-defined-in-image(1000)/group-defined-in-image:
-#   e2e-test-images/busybox:1.29-4, :1.29-2   base, CMD sh
-#   e2e-test-images/agnhost:2.43              base + /agnhost, ENTRYPOINT /agnhost, CMD pause
+#   e2e-test-images/busybox:1.29-4, :1.29-2, :1.36.1-1   base, CMD sh
+#   e2e-test-images/agnhost:2.43, :2.45       base + /agnhost, ENTRYPOINT /agnhost, CMD pause
 #   e2e-test-images/{nginx:1.14-4,nginx:1.15-4,httpd:2.4.38-4,httpd:2.4.39-4}  agnhost test-webserver :80
 #   e2e-test-images/nonroot:1.4 (USER 1234), e2e-test-images/nonewprivs:1.3 (setuid-root nnp)
-#   pause:3.9 = tag of crishim's pause:3.10; etcd:3.5.6-0 (GRPC liveness probe specs, see below)
-# kubeadm: kube-{apiserver,controller-manager,scheduler,proxy}:v1.26.0 (binary in /usr/local/bin;
-#   kube-proxy only if BIN_DIR has it, and it has no iptables: skip phase addon/kube-proxy),
-#   etcd:3.5.6-0 = Debian's etcd 3.4 (+etcdctl), pause:3.9. coredns/coredns:v1.9.3 is not built:
-#   skip phase addon/coredns. Not built on purpose (imageutils names in test/e2e/common):
+#   pause:3.9 = tag of crishim's pause:3.10; etcd:3.5.6-0, :3.5.9-0 (GRPC liveness probe specs, below)
+# kubeadm: kube-{apiserver,controller-manager,scheduler,proxy}:<the version kube-apiserver --version
+#   prints> (binary in /usr/local/bin; kube-proxy only if BIN_DIR has it, and it has no iptables:
+#   skip phase addon/kube-proxy), etcd:3.5.6-0 (kubeadm 1.26), :3.5.9-0 (1.28) = Debian's etcd 3.4
+#   (+etcdctl), pause:3.9. CoreDNS is not built: skip phase addon/coredns.
+# Not built on purpose (imageutils names in test/e2e/common):
 #   InvalidRegistryImage, AuthenticatedAlpine: specs expect a pull failure or need a private
 #     registry; must stay absent. AuthenticatedWindowsNanoServer: Windows only.
 #   IpcUtils, VolumeNFSServer, VolumeGlusterServer: only in PrePulledImages (don't pass
@@ -172,7 +174,7 @@ mk_agnhost() {
       -keyout "$1/localhost.key" -out "$1/localhost.crt" 2>/dev/null
   fi
 }
-mk_etcd() {   # Debian's etcd is 3.4: it accepts every flag kubeadm v1.26 passes (phases/etcd/local.go)
+mk_etcd() {   # Debian's etcd is 3.4: it accepts every flag kubeadm v1.26 and v1.28 pass (phases/etcd/local.go)
   skeleton "$1"
   mkdir -p "$1/var/lib/etcd"
   copy_bin "$1" /usr/bin/etcd /usr/local/bin/etcd
@@ -181,12 +183,13 @@ mk_etcd() {   # Debian's etcd is 3.4: it accepts every flag kubeadm v1.26 passes
 }
 
 # A: e2e stand-ins.
-image base "$E2E/busybox:1.29-4" --change 'CMD ["sh"]'
-image base "$E2E/busybox:1.29-2" --change 'CMD ["sh"]'
+for tag in 1.29-4 1.29-2 1.36.1-1; do image base "$E2E/busybox:$tag" --change 'CMD ["sh"]'; done
 image base "$E2E/nonroot:1.4" --change 'USER 1234' --change 'CMD ["sh"]'
 image nnp "$E2E/nonewprivs:1.3" --change 'CMD ["nnp"]'
-image agnhost "$E2E/agnhost:2.43" --change 'EXPOSE 80 8080 8081 9376 5000' \
-  --change 'ENTRYPOINT ["/agnhost"]' --change 'CMD ["pause"]'
+for tag in 2.43 2.45; do
+  image agnhost "$E2E/agnhost:$tag" --change 'EXPOSE 80 8080 8081 9376 5000' \
+    --change 'ENTRYPOINT ["/agnhost"]' --change 'CMD ["pause"]'
+done
 for tag in nginx:1.14-4 nginx:1.15-4 httpd:2.4.38-4 httpd:2.4.39-4; do
   image agnhost "$E2E/$tag" --change 'EXPOSE 80' --change 'ENTRYPOINT ["/agnhost","test-webserver"]'
 done
@@ -196,12 +199,15 @@ if want registry.k8s.io/pause:3.9; then
   echo "built registry.k8s.io/pause:3.9 (tag of registry.k8s.io/pause:3.10)"
 fi
 
-# B: kubeadm's control-plane images (and etcd:3.5.6-0, pause:3.9).
+# B: kubeadm's control-plane images (and etcd, pause:3.9), tagged as the binaries' version:
+# kubeadm.test.ts asks kubeadm for its own version, which comes from the same tree.
+version=$("$BIN_DIR/kube-apiserver" --version | sed -n 's/^Kubernetes \(v[0-9][^ ]*\)$/\1/p')
+[ -n "$version" ] || { echo "error: $BIN_DIR/kube-apiserver --version names no version" >&2; exit 1; }
 for name in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
   if [ -x "$BIN_DIR/$name" ]; then
-    image "$name" "registry.k8s.io/$name:v1.26.0"
-  elif want "registry.k8s.io/$name:v1.26.0"; then
-    echo "skipped registry.k8s.io/$name:v1.26.0: no $BIN_DIR/$name (skip kubeadm phase addon/$name)"
+    image "$name" "registry.k8s.io/$name:$version"
+  elif want "registry.k8s.io/$name:$version"; then
+    echo "skipped registry.k8s.io/$name:$version: no $BIN_DIR/$name (skip kubeadm phase addon/$name)"
   fi
 done
-image etcd registry.k8s.io/etcd:3.5.6-0 --change 'CMD ["/usr/local/bin/etcd"]'
+for tag in 3.5.6-0 3.5.9-0; do image etcd "registry.k8s.io/etcd:$tag" --change 'CMD ["/usr/local/bin/etcd"]'; done

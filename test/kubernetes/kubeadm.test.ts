@@ -33,12 +33,20 @@ let kubelet: Daemon | undefined;
 let addedAdvertise = false;
 /** kubeadm init ran: a test that fails after it must still reset, or the control plane stays up. */
 let initRan = false;
-/** crictl, which kubeadm 1.26 drives the runtime with, comes from the same folder. */
+/** crictl, which kubeadm drives the runtime with (1.26 and 1.28 do), comes from the same folder. */
 const kubeadmEnv = (): NodeJS.ProcessEnv => ({ ...process.env, PATH: `${bins.dir}:${process.env.PATH ?? ''}` });
 
 const ip = (args: string[]): string => execFileSync('ip', args, { encoding: 'utf8' });
 
-function initConfig(socket: string, node: string): string {
+/**
+ * The control plane kubeadm is asked for: its own version, as `kubeadm version -o short` prints it.
+ * test/kubernetes/images.sh tags the control-plane images from the same tree's binaries with it, and
+ * a kubeadm refuses a control plane more than one minor version older than itself.
+ */
+const kubeadmVersion = (): string =>
+  execFileSync(bins.path('kubeadm'), ['version', '-o', 'short'], { encoding: 'utf8' }).trim();
+
+function initConfig(socket: string, node: string, version: string): string {
   return [
     {
       apiVersion: 'kubeadm.k8s.io/v1beta3',
@@ -57,7 +65,7 @@ function initConfig(socket: string, node: string): string {
     {
       apiVersion: 'kubeadm.k8s.io/v1beta3',
       kind: 'ClusterConfiguration',
-      kubernetesVersion: 'v1.26.0',
+      kubernetesVersion: version,
       networking: { serviceSubnet: '10.96.0.0/16' },
     },
     {
@@ -151,7 +159,7 @@ afterAll(async () => {
 
 it('kubeadm init brings the control plane up as static pods on crishim; kubeadm reset removes them', async () => {
   const cfg = path.join(dir, 'kubeadm.yaml');
-  await fsp.writeFile(cfg, initConfig(rt.endpoint, NODE));
+  await fsp.writeFile(cfg, initConfig(rt.endpoint, NODE, kubeadmVersion()));
   const env = kubeadmEnv();
   initRan = true;
   const init = spawn(
