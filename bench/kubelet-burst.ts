@@ -6,7 +6,10 @@
  * reported running, which splits the runtime's start path from the probes), then the time from the
  * Deployment's deletion until no pod is left, and the CPU time the runtime's process, dockerd
  * and the whole machine spent from creation until no pod is left. Runtimes alternate over rounds
- * (A B C, C B A, ...) and the best round counts.
+ * (A B C, C B A, ...) and the best round counts. A second table has the kubelet's own view of the
+ * runtime from creation until all were Ready: the mean latency of each CRI call it made, over
+ * every round (its `kubelet_runtime_operations_duration_seconds`), so a call that waits in the
+ * runtime shows beside the same call to the other runtimes.
  *
  *   KUBE_BIN_DIR=DIR npm run bench:kubelet-burst -- [--pods=30,110] [--rounds=2]
  *                       [--runtimes=crishim,cri-dockerd,containerd] [--report FILE]
@@ -53,6 +56,40 @@ interface BurstFigures {
   teardownMs: number;
   /** CPU ms from the Deployment's creation until no pod is left: the runtime's process, dockerd's, the machine's. */
   cpuMs: { runtime: number; dockerd: number; machine: number };
+  /** The kubelet's CRI calls from the Deployment's creation until all were Ready (or MAX_WAIT_MS), by operation. */
+  kubeletOps: OpTotals;
+}
+
+/** Per kubelet operation type (`run_podsandbox`, `exec_sync`, ...): how many calls, and their seconds in all. */
+type OpTotals = Map<string, { count: number; seconds: number }>;
+
+const OP_METRIC = /^kubelet_runtime_operations_duration_seconds_(sum|count)\{operation_type="([^"]+)"\} (\S+)$/;
+
+/** The kubelet's running totals of its CRI calls, from its /metrics. */
+async function kubeletOpTotals(c: Cluster): Promise<OpTotals> {
+  const totals: OpTotals = new Map();
+  for (const line of (await c.kubeletGet('/metrics')).split('\n')) {
+    const m = OP_METRIC.exec(line);
+    if (!m) continue;
+    const t = totals.get(m[2]) ?? { count: 0, seconds: 0 };
+    if (m[1] === 'sum') t.seconds = Number(m[3]);
+    else t.count = Number(m[3]);
+    totals.set(m[2], t);
+  }
+  if (totals.size === 0) throw new Error('the kubelet /metrics has no kubelet_runtime_operations_duration_seconds');
+  return totals;
+}
+
+/** `after` less `before`, keeping the operations called in between; or the sum of the two with `sign` 1. */
+function addOps(a: OpTotals, b: OpTotals, sign: 1 | -1): OpTotals {
+  const out: OpTotals = new Map();
+  for (const [op, t] of a) {
+    const u = b.get(op) ?? { count: 0, seconds: 0 };
+    const count = t.count + sign * u.count;
+    if (count > 0) out.set(op, { count, seconds: t.seconds + sign * u.seconds });
+  }
+  if (sign === 1) for (const [op, u] of b) if (!a.has(op)) out.set(op, u);
+  return out;
 }
 
 /** CPU ms so far of the runtime's process, dockerd and the whole machine. */
@@ -142,6 +179,7 @@ async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> 
     await new Promise((r) => setTimeout(r, 1000));
     const runtimePid = c.runtime.daemon.proc.pid;
     if (runtimePid === undefined) throw new Error(`${c.runtime.kind} has no process id`);
+    const ops0 = await kubeletOpTotals(c);
     const cpu0 = cpuNow(runtimePid);
     t0 = now();
     c.kubectl(['apply', '-f', '-'], { input: list([deployment]) });
@@ -153,6 +191,7 @@ async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> 
     clearTimeout(timer);
     const allReadyMs = readyMs ? now() - t0 : NaN;
     const t1 = now();
+    const kubeletOps = addOps(await kubeletOpTotals(c), ops0, -1);
     c.kubectl(['delete', 'namespace', ns, '--wait=false']);
     await waitFor(
       `the pods of ${ns} gone`,
@@ -171,6 +210,7 @@ async function burst(c: Cluster, n: number, seq: number): Promise<BurstFigures> 
         dockerd: cpu1.dockerd - cpu0.dockerd,
         machine: cpu1.machine - cpu0.machine,
       },
+      kubeletOps,
     };
   } finally {
     watch.stop();
@@ -234,6 +274,29 @@ async function main(): Promise<void> {
       ];
     }),
   );
+  // the kubelet's view: mean latency per operation over every round of a runtime, the slowest first
+  const opsOf = (runtime: string, n: number): OpTotals =>
+    (results.get(`${runtime} ${n}`) ?? []).reduce<OpTotals>((all, f) => addOps(all, f.kubeletOps, 1), new Map());
+  const opRows = SIZES.flatMap((n) => {
+    const byRuntime = RUNTIMES.map((r) => opsOf(r, n));
+    const names = [...new Set(byRuntime.flatMap((o) => [...o.keys()]))];
+    const meanS = (o: OpTotals, op: string): number => {
+      const t = o.get(op);
+      return t ? t.seconds / t.count : NaN;
+    };
+    names.sort(
+      (a, b) =>
+        Math.max(...byRuntime.map((o) => meanS(o, b) || 0)) - Math.max(...byRuntime.map((o) => meanS(o, a) || 0)),
+    );
+    return names.map((op) => [
+      `${n}`,
+      op,
+      ...byRuntime.map((o) => {
+        const t = o.get(op);
+        return t ? `${(1000 * meanS(o, op)).toFixed(0)} ms (${t.count})` : '-';
+      }),
+    ]);
+  });
   const command = ['npm run bench:kubelet-burst --', ...process.argv.slice(2).filter((a) => !a.startsWith('--report'))];
   const out = [
     `Best of ${ROUNDS} alternating round${ROUNDS === 1 ? '' : 's'}, ${new Date().toISOString().slice(0, 16)}Z, \`${command.join(' ')}\`:`,
@@ -254,6 +317,10 @@ async function main(): Promise<void> {
       ],
       rows,
     ),
+    '',
+    `The kubelet's mean latency per CRI call, creation to all Ready, over all ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} (calls):`,
+    '',
+    table(['pods', 'kubelet operation', ...RUNTIMES], opRows),
   ].join('\n');
   process.stdout.write(out + '\n');
   if (REPORT) {
