@@ -35,6 +35,11 @@ export class AuthorityRelay {
     this.listener = net.createServer((conn) => this.accept(conn));
   }
 
+  /** serveConnection's routes: bare connections straight to `serve`, the rest through this relay. */
+  routes(): ConnectionRoutes {
+    return { bare: this.serve, rewrite: (conn, rewriter, held) => this.relay(conn, rewriter, held) };
+  }
+
   /** The private listener's name (a leading NUL: Linux's abstract namespace). */
   get address(): string {
     return this.name;
@@ -117,12 +122,4 @@ export class AuthorityRelay {
     conn.on('error', () => conn.destroy());
     conn.on('close', () => clearTimeout(timer));
   }
-}
-
-/** serveConnection's routes for a server that takes connections by `inject`: bare ones as they are, the rest through `relay`. */
-export function routesThrough(relay: AuthorityRelay, inject: (conn: net.Socket) => void): ConnectionRoutes {
-  return {
-    bare: inject,
-    rewrite: (conn, rewriter, held) => relay.relay(conn, rewriter, held),
-  };
 }

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as grpc from '@grpc/grpc-js';
 import { serveConnection } from './accept-connection';
-import { AuthorityRelay, routesThrough } from './authority-relay';
+import { AuthorityRelay } from './authority-relay';
 import { wrapHandler, type HandlerOptions } from './call-handler';
 import { withCachedListEncoding } from './list-encoding';
 import { MAX_MESSAGE_BYTES } from './proto';
@@ -92,10 +92,9 @@ export async function startCriServer(opts: CriServerOptions): Promise<CriServer>
   }
   const server = createGrpcServer(opts);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const inject = (c: net.Socket): void => injector.injectConnection(c);
-  const relay = new AuthorityRelay(inject);
+  const relay = new AuthorityRelay((c) => injector.injectConnection(c));
   await relay.start();
-  const routes = routesThrough(relay, inject);
+  const routes = relay.routes();
   const listener = net.createServer((conn) => serveConnection(conn, routes));
   try {
     await new Promise<void>((resolve, reject) => {

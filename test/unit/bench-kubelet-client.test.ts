@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { connectKubeletClient, countListEntries } from '../../bench/kubelet-client';
 import { loadCriProto } from '../support/cri-proto';
 import { serveConnection } from '../../src/server/accept-connection';
-import { AuthorityRelay, routesThrough } from '../../src/server/authority-relay';
+import { AuthorityRelay } from '../../src/server/authority-relay';
 
 const service = loadCriProto().runtime.v1.RuntimeService.service as unknown as grpc.ServiceDefinition;
 const imageService = loadCriProto().runtime.v1.ImageService.service as unknown as grpc.ServiceDefinition;
@@ -131,10 +131,9 @@ describe("the bench's kubelet-shaped client", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'kubelet-client-'));
     // the same server, reached bare and through the shim crishim puts before every connection
     const bare = net.createServer((conn) => injector.injectConnection(conn));
-    const inject = (c: net.Socket): void => injector.injectConnection(c);
-    const relay = new AuthorityRelay(inject);
+    const relay = new AuthorityRelay((c) => injector.injectConnection(c));
     await relay.start();
-    const shimmed = net.createServer((conn) => serveConnection(conn, routesThrough(relay, inject)));
+    const shimmed = net.createServer((conn) => serveConnection(conn, relay.routes()));
     const listen = (l: net.Server, name: string): Promise<string> =>
       new Promise((resolve) => l.listen(path.join(dir, name), () => resolve(`unix://${path.join(dir, name)}`)));
     const clients = [
